@@ -1,0 +1,45 @@
+"""``verl-roles``: the developer commands around the main job.
+
+Each subcommand lives in its own module with a ``run(args: list[str]) -> int`` function; this file
+only dispatches, so ``verl-roles --help`` lists what exists and imports nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {}
+
+USAGE = "usage: verl-roles COMMAND [ARGS...]   (verl-roles COMMAND --help for a command's usage)"
+
+
+def _help() -> str:
+    width = max((len(name) for name in COMMANDS), default=0)
+    lines = [USAGE, "", "commands:"]
+    lines += [f"  {name.ljust(width)}  {summary}" for name, (_, summary) in sorted(COMMANDS.items())]
+    lines += ["", "The main job itself is `python -m verl_roles.main [hydra overrides]`."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_help())
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        from difflib import get_close_matches
+
+        close = get_close_matches(name, COMMANDS, n=1)
+        hint = f" Did you mean `verl-roles {close[0]}`?" if close else ""
+        print(f"verl-roles error: unknown command {name!r}.{hint} Commands: {', '.join(sorted(COMMANDS))}.",
+              file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.run(rest))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

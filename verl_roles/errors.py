@@ -1,0 +1,69 @@
+"""Exceptions of verl_roles and the wording of what a user sees when something is wrong.
+
+Every user mistake ends up as a :class:`ConfigError` holding one or more :class:`Problem`s. The CLI
+prints each problem as one paragraph and exits non-zero; the Python API raises the same exception,
+so both carry the same message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a config, worded so that a user can act on it.
+
+    ``key`` is the full dotted key (or a file name when the problem is a file), ``message`` says what
+    is wrong, ``fix`` says what to do. ``value``, ``expected`` and ``origin`` are shown when known.
+    """
+
+    key: str
+    message: str
+    fix: str = ""
+    value: object = None
+    expected: str = ""
+    origin: str = ""
+    show_value: bool = False
+
+    def render(self) -> str:
+        parts = [f"{self.key}: {self.message.rstrip('.')}."]
+        if self.show_value:
+            parts.append(f"Got {self.value!r}.")
+        if self.expected:
+            parts.append(f"Expected {self.expected.rstrip('.')}.")
+        if self.origin:
+            parts.append(f"The value came from {self.origin.rstrip('.')}.")
+        if self.fix:
+            parts.append(f"Fix: {self.fix.rstrip('.')}.")
+        return " ".join(parts)
+
+
+class VerlRolesError(Exception):
+    """Base class of every error verl_roles raises on purpose."""
+
+
+class ConfigError(VerlRolesError):
+    """A config (or a command line, or a file a config points at) is invalid.
+
+    Holds every problem found in one pass, so a user fixes them all in one go.
+    """
+
+    def __init__(self, problems: Iterable[Problem]):
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        if not self.problems:
+            raise ValueError("ConfigError needs at least one problem")
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        if len(self.problems) == 1:
+            return self.problems[0].render()
+        head = f"{len(self.problems)} problems in the config:"
+        body = "\n\n".join(f"{i}. {p.render()}" for i, p in enumerate(self.problems, 1))
+        return f"{head}\n\n{body}"
+
+
+def config_error(key: str, message: str, fix: str = "", **details: object) -> ConfigError:
+    """Shorthand for a :class:`ConfigError` with a single problem."""
+    return ConfigError([Problem(key=key, message=message, fix=fix, **details)])  # type: ignore[arg-type]

@@ -1,0 +1,77 @@
+"""The main job: ``python -m verl_roles.main [hydra overrides]``.
+
+A real ``@hydra.main`` app (so ``--cfg job``, ``--resolve``, ``--info defaults``, ``--config-dir`` and
+``-m`` behave as in any Hydra app). Each job composes, validates and resolves the config, prints a
+per-role summary and writes ``resolved.yaml`` and ``roles/<role>.yaml`` into Hydra's output directory.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
+from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
+
+from verl_roles.cli_errors import run_reporting_errors
+from verl_roles.errors import VerlRolesError
+from verl_roles.output import ROLE_SECTIONS, write_run_files
+from verl_roles.pipeline import PRIMARY_CONFIG, finalize
+from verl_roles.summary import summarize
+
+
+def run_job(cfg: DictConfig) -> Path:
+    """Finalize one composed config and write its files; returns the output directory."""
+    hydra_cfg = HydraConfig.get()
+    resolved = finalize(cfg, config_name=hydra_cfg.job.config_name or PRIMARY_CONFIG)
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    write_run_files(resolved, out_dir)
+    print(summarize(resolved))
+    roles = ", ".join(f"roles/{name}.yaml" for name in ROLE_SECTIONS)
+    print(f"verl_roles: wrote resolved.yaml, {roles} to {_display(out_dir)}")
+    return out_dir
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+# Errors of the jobs of the current invocation. A job records its error and returns normally, so
+# Hydra neither prints its own report nor stops the other jobs of a sweep.
+JOB_ERRORS: list[Exception] = []
+
+
+@hydra.main(version_base=None, config_path="pkg://verl_roles.conf", config_name=PRIMARY_CONFIG)
+def hydra_app(cfg: DictConfig) -> None:
+    try:
+        run_job(cfg)
+    except (VerlRolesError, HydraException, OmegaConfBaseException) as error:
+        JOB_ERRORS.append(error)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the Hydra app on ``argv`` (default: the process arguments); return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_reporting_errors(lambda: _invoke(args), args)
+
+
+def _invoke(args: list[str]) -> None:
+    saved_argv = sys.argv
+    sys.argv = [saved_argv[0] if saved_argv else "verl_roles.main", *args]
+    JOB_ERRORS.clear()
+    try:
+        hydra_app()
+    finally:
+        sys.argv = saved_argv
+    if JOB_ERRORS:
+        raise JOB_ERRORS[0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

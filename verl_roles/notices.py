@@ -1,0 +1,18 @@
+"""Warnings a user should see but that do not stop a run (deprecations, ignored keys)."""
+
+from __future__ import annotations
+
+import warnings
+
+
+class ConfigWarning(UserWarning):
+    """A config is valid but something in it deserves the user's attention."""
+
+
+class ConfigDeprecationWarning(ConfigWarning, FutureWarning):
+    """A legacy name or key was used; the message names its replacement."""
+
+
+def warn(message: str, category: type[ConfigWarning] = ConfigWarning) -> None:
+    """Emit a warning attributed to the caller of the public API, not to verl_roles internals."""
+    warnings.warn(message, category, stacklevel=3)

@@ -1,0 +1,54 @@
+"""Files a run writes: the whole resolved config and one file per role. Writes are atomic."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+# Role name -> key path of its section in the resolved config.
+ROLE_SECTIONS: dict[str, str] = {
+    "actor": "actor_rollout_ref.actor",
+    "critic": "critic",
+    "ref": "actor_rollout_ref.ref",
+    "rollout": "actor_rollout_ref.rollout",
+}
+
+
+def to_yaml(cfg: DictConfig) -> str:
+    """The canonical text of a resolved config: same input, byte-identical output."""
+    return OmegaConf.to_yaml(cfg, resolve=True, sort_keys=False)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: no half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_files(resolved: DictConfig) -> dict[str, str]:
+    """Relative file name -> text, for everything a run writes."""
+    files = {"resolved.yaml": to_yaml(resolved)}
+    for role, section in ROLE_SECTIONS.items():
+        files[f"roles/{role}.yaml"] = to_yaml(OmegaConf.select(resolved, section))
+    return files
+
+
+def write_run_files(resolved: DictConfig, out_dir: Path) -> list[Path]:
+    """Render every file first, then write them; returns the paths written."""
+    files = run_files(resolved)
+    written = []
+    for name, text in files.items():
+        path = out_dir / name
+        write_atomic(path, text)
+        written.append(path)
+    return written

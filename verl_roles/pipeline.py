@@ -1,0 +1,45 @@
+"""The one path every composed config takes, for the CLI and the Python API alike:
+compose (Hydra) -> normalise legacy -> apply roles -> validate -> resolve.
+
+Hydra does the composing; :func:`finalize` runs the remaining steps on its result.
+"""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig, OmegaConf
+
+from verl_roles import validate
+from verl_roles.notices import ConfigDeprecationWarning, warn
+
+PRIMARY_CONFIG = "ppo_trainer"
+
+DEPRECATED_CONFIG_NAMES = {
+    "ppo_megatron_trainer": ["model_engine=megatron"],
+}
+
+
+def check_config_name(config_name: str) -> None:
+    """Warn when a deprecated primary config name is used, naming the command that replaces it."""
+    replacement = DEPRECATED_CONFIG_NAMES.get(config_name)
+    if replacement is not None:
+        warn(
+            f"--config-name {config_name} is deprecated; it composes to exactly the same config as "
+            f"`python -m verl_roles.main {' '.join(replacement)}` (config {PRIMARY_CONFIG}). "
+            "Use that command instead.",
+            ConfigDeprecationWarning,
+        )
+
+
+def resolve(cfg: DictConfig) -> DictConfig:
+    """Return a copy of ``cfg`` with every interpolation replaced by its value."""
+    container = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    resolved = OmegaConf.create(container)
+    OmegaConf.set_readonly(resolved, True)
+    return resolved
+
+
+def finalize(cfg: DictConfig, *, config_name: str = PRIMARY_CONFIG) -> DictConfig:
+    """Run every step after composition and return the resolved, validated, read-only config."""
+    check_config_name(config_name)
+    validate.validate(cfg)
+    return resolve(cfg)
