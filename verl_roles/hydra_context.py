@@ -4,13 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 from hydra import compose as hydra_compose
-from hydra import initialize_config_module
+from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig
 
-CONFIG_MODULE = "verl_roles.conf"
+
+def _find_conf_dir() -> Path:
+    """The config tree: ``verl_roles/conf`` in an installed wheel, the top-level ``conf/`` in a checkout.
+
+    Running from a source checkout (e.g. ``python -m verl_roles.main`` in the repo root) imports the
+    package from the source tree, which has no ``verl_roles/conf``; the checkout's ``conf/`` is used then.
+    """
+    package_dir = Path(__file__).resolve().parent
+    for candidate in (package_dir / "conf", package_dir.parent / "conf"):
+        if (candidate / "ppo_trainer.yaml").is_file():
+            return candidate
+    raise FileNotFoundError(f"verl_roles: no config tree (ppo_trainer.yaml) next to {package_dir}")
+
+
+CONF_DIR = _find_conf_dir()
 
 
 @contextmanager
@@ -24,7 +39,7 @@ def isolated_hydra() -> Iterator[None]:
     saved = global_hydra.hydra if global_hydra.is_initialized() else None
     global_hydra.clear()
     try:
-        with initialize_config_module(config_module=CONFIG_MODULE, version_base=None):
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             yield
     finally:
         GlobalHydra.instance().clear()

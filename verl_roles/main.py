@@ -18,6 +18,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.errors import VerlRolesError
+from verl_roles.hydra_context import CONF_DIR
 from verl_roles.output import ROLE_SECTIONS, write_run_files
 from verl_roles.pipeline import PRIMARY_CONFIG, finalize
 from verl_roles.summary import summarize
@@ -47,7 +48,7 @@ def _display(path: Path) -> str:
 JOB_ERRORS: list[Exception] = []
 
 
-@hydra.main(version_base=None, config_path="pkg://verl_roles.conf", config_name=PRIMARY_CONFIG)
+@hydra.main(version_base=None, config_path=str(CONF_DIR), config_name=PRIMARY_CONFIG)
 def hydra_app(cfg: DictConfig) -> None:
     try:
         run_job(cfg)
