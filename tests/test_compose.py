@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from conftest import DATA, group_options, read_overrides
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 import verl_roles
-from conftest import DATA, group_options, read_overrides
 
 
 def flat(cfg) -> dict[str, object]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import assert_user_error, run
 from omegaconf import OmegaConf
 
 import verl_roles
-from conftest import assert_user_error, run
 from verl_roles.output import ROLE_SECTIONS
 
 

@@ -20,7 +20,18 @@ def _build_wheel(work: Path) -> Path:
     shutil.copytree(REPO / "verl_roles", src / "verl_roles", ignore=shutil.ignore_patterns("__pycache__"))
     dist = work / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(src)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+            str(src),
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -48,12 +59,19 @@ def test_wheel_ships_conf_and_runs_from_unrelated_dir(tmp_path: Path):
     env["PYTHONPATH"] = str(site)
     where = subprocess.run(
         [sys.executable, "-c", "import verl_roles; print(verl_roles.__file__)"],
-        cwd=elsewhere, env=env, capture_output=True, text=True, check=True,
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert where.stdout.strip().startswith(str(site)), where.stdout
     result = subprocess.run(
         [sys.executable, "-m", "verl_roles.main", "model_engine=megatron", "hydra.run.dir=run"],
-        cwd=elsewhere, env=env, capture_output=True, text=True,
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     assert "model_engine: megatron" in (elsewhere / "run" / "resolved.yaml").read_text()

@@ -42,7 +42,11 @@ def validate(cfg: DictConfig) -> None:
 def mandatory_values_are_set(cfg: DictConfig) -> Iterable[Problem]:
     """A value left at ``???`` would stop the trainer later; name it now."""
     yield from (
-        Problem(key=key, message="is mandatory and has no value", fix=f"set it on the command line, e.g. {key}=...")
+        Problem(
+            key=key,
+            message="is mandatory and has no value",
+            fix=f"set it on the command line, e.g. {key}=...",
+        )
         for key in _missing_keys(cfg, "")
     )
 
