@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 from omegaconf import DictConfig
 
+from verl_roles.errors import ConfigError
 from verl_roles.hydra_context import compose_raw
+from verl_roles.hydra_errors import LIBRARY_ERRORS, CommandLine, raise_translated
 from verl_roles.pipeline import PRIMARY_CONFIG, finalize
 
 
@@ -16,5 +18,8 @@ def compose(overrides: Sequence[str] = (), config_name: str = PRIMARY_CONFIG) ->
     Raises :class:`verl_roles.errors.ConfigError` for any user mistake, with the same message the
     CLI prints. Safe to call many times in one process; leaves no global Hydra state behind.
     """
-    cfg = compose_raw(config_name, overrides)
-    return finalize(cfg, config_name=config_name)
+    try:
+        cfg = compose_raw(config_name, overrides)
+        return finalize(cfg, config_name=config_name)
+    except (ConfigError, *LIBRARY_ERRORS) as error:
+        raise_translated(error, CommandLine(config_name, list(overrides)))

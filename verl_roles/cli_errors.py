@@ -10,6 +10,7 @@ import sys
 import warnings
 from collections.abc import Callable
 
+import yaml
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
@@ -61,7 +62,7 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
             warnings.simplefilter("default", ConfigWarning)
             warnings.showwarning = _show_warning
             action()
-    except (ConfigError, HydraException, OmegaConfBaseException) as error:
+    except (ConfigError, HydraException, OmegaConfBaseException, yaml.YAMLError) as error:
         if debug:
             raise
         print(f"verl_roles error: {report(error)}", file=sys.stderr)

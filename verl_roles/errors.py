@@ -28,16 +28,22 @@ class Problem:
     show_value: bool = False
 
     def render(self) -> str:
-        parts = [f"{self.key}: {self.message.rstrip('.')}."]
+        parts = [f"{self.key}: {_sentence(self.message)}"]
         if self.show_value:
             parts.append(f"Got {self.value!r}.")
         if self.expected:
-            parts.append(f"Expected {self.expected.rstrip('.')}.")
+            parts.append(f"Expected {_sentence(self.expected)}")
         if self.origin:
-            parts.append(f"The value came from {self.origin.rstrip('.')}.")
+            parts.append(f"The value came from {_sentence(self.origin)}")
         if self.fix:
-            parts.append(f"Fix: {self.fix.rstrip('.')}.")
+            parts.append(f"Fix: {_sentence(self.fix)}")
         return " ".join(parts)
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending in exactly one full stop (or its own question mark)."""
+    text = text.rstrip().rstrip(".")
+    return text if text.endswith(("?", "!")) else f"{text}."
 
 
 class VerlRolesError(Exception):

@@ -19,6 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.errors import VerlRolesError
 from verl_roles.hydra_context import CONF_DIR
+from verl_roles.hydra_errors import LIBRARY_ERRORS, parse_hydra_args, raise_translated
 from verl_roles.output import ROLE_SECTIONS, write_run_files
 from verl_roles.pipeline import PRIMARY_CONFIG, finalize
 from verl_roles.summary import summarize
@@ -68,10 +69,13 @@ def _invoke(args: list[str]) -> None:
     JOB_ERRORS.clear()
     try:
         hydra_app()
+    except (VerlRolesError, *LIBRARY_ERRORS) as error:
+        raise_translated(error, parse_hydra_args(args, PRIMARY_CONFIG))
     finally:
         sys.argv = saved_argv
     if JOB_ERRORS:
-        raise JOB_ERRORS[0]
+        error = JOB_ERRORS[0]
+        raise_translated(error, parse_hydra_args(args, PRIMARY_CONFIG))
 
 
 if __name__ == "__main__":

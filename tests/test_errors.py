@@ -1,0 +1,142 @@
+"""Every user mistake ends as one paragraph naming the key, the problem, where it came from and the fix.
+
+Table-driven through the CLI as typed (in-process ``verl_roles.main.main``), plus the Python API
+raising the same message, plus one real subprocess for the exit code and ``--debug``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import assert_user_error, run
+
+import verl_roles
+from verl_roles.main import main
+
+# (case id, command line, phrases the message must carry)
+CASES: list[tuple[str, list[str], list[str]]] = [
+    (
+        "unknown-key-did-you-mean",
+        ["trainer.nnodez=2"],
+        ["trainer.nnodez", "not in struct", "did you mean `trainer.nnodes`", "+trainer.nnodez=2",
+         "command line override `trainer.nnodez=2`"],
+    ),
+    (
+        "unknown-nested-key",
+        ["actor_rollout_ref.actor.ppo_mini_batch_siz=64"],
+        ["did you mean `actor_rollout_ref.actor.ppo_mini_batch_size`", "ppo_mini_batch_size=64"],
+    ),
+    (
+        "group-name-typo",
+        ["model_enginez=megatron"],
+        ["model_enginez", "did you mean `model_engine`", "model_engine=megatron"],
+    ),
+    (
+        "group-path-typo",
+        ["role/critc=default"],
+        ["role/critc", "not a config group", "did you mean `role/critic=default`"],
+    ),
+    (
+        "unknown-group-option",
+        ["model_engine=deepspeed"],
+        ["model_engine", "no option 'deepspeed'", "one of dp, fsdp, megatron"],
+    ),
+    (
+        "unknown-group-option-close",
+        ["model_engine=megatorn"],
+        ["did you mean `model_engine=megatron`"],
+    ),
+    (
+        "engine-set-in-a-section",
+        ["actor_rollout_ref.actor.model_engine=megatron"],
+        ["actor_rollout_ref.actor.model_engine", "top-level", "write `model_engine=megatron`"],
+    ),
+    (
+        "megatron-role-key-under-dp",
+        ["actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"],
+        ["exists only with model_engine=megatron", "composed with model_engine=dp",
+         "add `model_engine=megatron`"],
+    ),
+    (
+        "megatron-baseline-key-under-dp",
+        ["megatron.tensor_model_parallel_size=2"],
+        ["megatron.tensor_model_parallel_size", "add `model_engine=megatron`"],
+    ),
+    (
+        "fsdp-key-under-megatron",
+        ["model_engine=megatron", "fsdp.param_offload=true"],
+        ["fsdp.param_offload", "exists only with model_engine=dp", "add `model_engine=dp`"],
+    ),
+    (
+        "plus-on-an-existing-key",
+        ["+trainer.nnodes=2"],
+        ["trainer.nnodes", "already exists", "write `trainer.nnodes=2`", "++trainer.nnodes=2"],
+    ),
+    (
+        "interpolation-to-a-missing-key",
+        ["trainer.total_epochs=${trainer.nnodez}"],
+        ["trainer.total_epochs", "`${trainer.nnodez}`", "did you mean `${trainer.nnodes}`",
+         "command line override"],
+    ),
+    (
+        "override-syntax",
+        ["data.train_batch_size=[1"],
+        ["`data.train_batch_size=[1`", "not a valid Hydra override", "override_grammar"],
+    ),
+]
+
+
+def _run_main(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main([*args, f"hydra.run.dir={tmp_path / 'out'}"])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def _assert_one_paragraph_error(code: int, output: str, tmp_path: Path, phrases: list[str]) -> str:
+    assert code == 2, output
+    assert "Traceback" not in output, output
+    (message,) = [line for line in output.splitlines() if line.startswith("verl_roles error:")]
+    for phrase in phrases:
+        assert phrase in message, f"{phrase!r} not in:\n{message}"
+    assert not (tmp_path / "out" / "resolved.yaml").exists()
+    return message
+
+
+@pytest.mark.parametrize(("args", "phrases"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_cli_mistake_is_one_actionable_paragraph(args, phrases, tmp_path, capsys):
+    code, output = _run_main(args, tmp_path, capsys)
+    _assert_one_paragraph_error(code, output, tmp_path, phrases)
+
+
+def test_yaml_syntax_error_in_a_user_config_dir_names_file_and_line(tmp_path, capsys):
+    option = tmp_path / "conf" / "role" / "critic" / "broken.yaml"
+    option.parent.mkdir(parents=True)
+    option.write_text("# @package critic\noptim:\n  lr: [1e-5\nppo_epochs: 2\n", encoding="utf-8")
+    code, output = _run_main(["--config-dir", str(tmp_path / "conf"), "role/critic=broken"], tmp_path, capsys)
+    _assert_one_paragraph_error(code, output, tmp_path, ["broken.yaml", "not valid YAML", "line 4"])
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [["trainer.nnodez=2"], ["model_engine=deepspeed"]],
+    ids=["unknown-key", "unknown-option"],
+)
+def test_python_api_raises_our_error_with_the_cli_message(overrides, tmp_path, capsys):
+    with pytest.raises(verl_roles.ConfigError) as raised:
+        verl_roles.compose(overrides)
+    code, output = _run_main(overrides, tmp_path, capsys)
+    assert code == 2
+    assert f"verl_roles error: {raised.value}" in output
+
+
+def test_subprocess_exit_code_no_traceback(in_tmp: Path):
+    result = run(["trainer.nnodez=2", "hydra.run.dir=out"], cwd=in_tmp)
+    assert_user_error(result, "did you mean `trainer.nnodes`")
+    assert result.returncode == 2
+    assert not (in_tmp / "out" / "resolved.yaml").exists()
+
+
+def test_debug_flag_lets_the_exception_through(tmp_path):
+    with pytest.raises(verl_roles.ConfigError, match="did you mean `trainer.nnodes`"):
+        main(["trainer.nnodez=2", f"hydra.run.dir={tmp_path}", "--debug"])
