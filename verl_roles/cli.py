@@ -10,7 +10,9 @@ import importlib
 import sys
 
 # name -> (module, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "diff": ("verl_roles.diff", "the resolved keys that differ between two compositions: diff [A] -- [B]"),
+}
 
 USAGE = "usage: verl-roles COMMAND [ARGS...]   (verl-roles COMMAND --help for a command's usage)"
 

@@ -1,0 +1,184 @@
+"""``verl-roles diff [A] -- [B]``: which resolved values differ between two compositions.
+
+Each side is a list of Hydra overrides, optionally with ``--config-name NAME``; an empty side is the
+default config. Both sides are composed, validated and resolved exactly as the main job does, then
+compared leaf by leaf (a list is one leaf). Every differing key is printed on one line, sorted by key
+path: ``added`` (only in B), ``removed`` (only in A) or ``changed`` (A's value -> B's value); values
+are shown in JSON/YAML flow style. Exit codes follow diff(1): 0 same, 1 different, 2 a user error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from verl_roles.api import compose
+from verl_roles.cli_errors import EXIT_CONFIG_ERROR, one_paragraph, report, run_reporting_errors
+from verl_roles.errors import ConfigError, Problem
+from verl_roles.pipeline import PRIMARY_CONFIG
+
+USAGE = """\
+usage: verl-roles diff [--config-name NAME] [A overrides...] -- [--config-name NAME] [B overrides...]
+
+Compose config A and config B (Hydra overrides; an empty side is the default config) and print
+every resolved key whose value differs: `added` (only in B), `removed` (only in A), `changed`
+(A -> B). Exit code 0 when they are the same, 1 when they differ, 2 on an error.
+
+examples:
+  verl-roles diff -- model_engine=megatron
+  verl-roles diff model_engine=megatron -- model_engine=megatron megatron.tensor_model_parallel_size=2
+  verl-roles diff model_engine=megatron -- --config-name ppo_megatron_trainer"""
+
+EXIT_SAME = 0
+EXIT_DIFFERENT = 1
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of the diff: a primary config name and Hydra overrides."""
+
+    label: str
+    overrides: tuple[str, ...]
+    config_name: str = PRIMARY_CONFIG
+
+    def describe(self) -> str:
+        parts = [] if self.config_name == PRIMARY_CONFIG else [f"--config-name {self.config_name}"]
+        parts.extend(self.overrides)
+        return " ".join(parts) if parts else "(defaults)"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One key whose resolved value differs; ``kind`` is added, removed or changed."""
+
+    key: str
+    kind: str
+    old: object = None
+    new: object = None
+
+    def render(self) -> str:
+        if self.kind == "added":
+            return f"added   {self.key}: {format_value(self.new)}"
+        if self.kind == "removed":
+            return f"removed {self.key}: {format_value(self.old)}"
+        return f"changed {self.key}: {format_value(self.old)} -> {format_value(self.new)}"
+
+
+def format_value(value: object) -> str:
+    """A resolved value in flow style: null, true, 1e-06, "fsdp", ["console", "wandb"], {}."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def leaves(node: object, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], object]]:
+    """Every (key path, value) of a plain container; an empty dict and any list are leaves."""
+    if isinstance(node, Mapping) and node:
+        for key, value in node.items():
+            yield from leaves(value, (*path, str(key)))
+    else:
+        yield path, node
+
+
+def compare(a: Mapping[str, object], b: Mapping[str, object]) -> list[Change]:
+    """The differing leaves of two plain containers, sorted by key path."""
+    old = dict(leaves(a))
+    new = dict(leaves(b))
+    changes = []
+    for path in sorted(old.keys() | new.keys()):
+        before, after = old.get(path, _MISSING), new.get(path, _MISSING)
+        key = ".".join(path)
+        if before is _MISSING:
+            changes.append(Change(key, "added", new=after))
+        elif after is _MISSING:
+            changes.append(Change(key, "removed", old=before))
+        elif before != after or type(before) is not type(after):
+            changes.append(Change(key, "changed", old=before, new=after))
+    return changes
+
+
+def parse_side(label: str, args: Sequence[str]) -> Side:
+    """Split ``--config-name NAME`` (or ``--config-name=NAME``, ``-cn NAME``) from the overrides."""
+    overrides: list[str] = []
+    config_name = PRIMARY_CONFIG
+    items = iter(args)
+    for arg in items:
+        if arg in ("--config-name", "-cn"):
+            config_name = next(items, "")
+            if not config_name:
+                raise _usage_error(f"{arg} on side {label} needs a config name")
+        elif arg.startswith("--config-name="):
+            config_name = arg.split("=", 1)[1]
+        elif arg.startswith("-"):
+            raise _usage_error(f"unknown option {arg!r} on side {label}")
+        else:
+            overrides.append(arg)
+    return Side(label, tuple(overrides), config_name)
+
+
+def _usage_error(message: str) -> ConfigError:
+    return ConfigError(
+        [Problem(key="verl-roles diff", message=message, fix="see `verl-roles diff --help`")]
+    )
+
+
+def compose_side(side: Side) -> dict[str, object]:
+    """The resolved config of one side as a plain container; errors name the side."""
+    try:
+        cfg = compose(side.overrides, side.config_name)
+    except (ConfigError, HydraException, OmegaConfBaseException) as error:
+        raise ConfigError(
+            [Problem(key=f"side {side.label} ({side.describe()})", message=one_paragraph(report(error)))]
+        ) from error
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+def render(a: Side, b: Side, changes: Sequence[Change]) -> str:
+    """The report printed on stdout."""
+    lines = [f"A: {a.describe()}", f"B: {b.describe()}"]
+    if not changes:
+        lines.append("same: every resolved value of A and B is equal")
+        return "\n".join(lines)
+    lines.extend(change.render() for change in changes)
+    counts = {kind: sum(c.kind == kind for c in changes) for kind in ("added", "removed", "changed")}
+    lines.append(
+        f"{len(changes)} keys differ: {counts['added']} added, {counts['removed']} removed, "
+        f"{counts['changed']} changed"
+    )
+    return "\n".join(lines)
+
+
+def run(args: list[str]) -> int:
+    """Entry point of ``verl-roles diff``; returns the exit code."""
+    args = list(args)
+    if any(arg in ("-h", "--help") for arg in args):
+        print(USAGE)
+        return EXIT_SAME
+    outcome: list[int] = []
+
+    def action() -> None:
+        if "--" not in args:
+            raise _usage_error(
+                "separate the overrides of A and B with `--`, e.g. `verl-roles diff -- model_engine=megatron`"
+            )
+        split = args.index("--")
+        a = parse_side("A", args[:split])
+        b = parse_side("B", args[split + 1 :])
+        changes = compare(compose_side(a), compose_side(b))
+        print(render(a, b, changes))
+        outcome.append(EXIT_DIFFERENT if changes else EXIT_SAME)
+
+    status = run_reporting_errors(action, args)
+    if status:
+        return status
+    return outcome[0] if outcome else EXIT_CONFIG_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))
