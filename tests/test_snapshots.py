@@ -1,0 +1,190 @@
+"""Golden snapshots in _generated/: fresh, portable, exactly what the main job writes, and the
+generator script (``--check`` and regeneration) on a temporary copy of the repo."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, cli_env
+
+from verl_roles import snapshots
+from verl_roles.main import main as main_job
+from verl_roles.snapshots import VARIANTS, Variant
+
+GENERATED = REPO / "_generated"
+SCRIPT = REPO / "scripts" / "generate_trainer_config.sh"
+FIX = "scripts/generate_trainer_config.sh"
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, str]:
+    """Every snapshot composed from conf/ now, once for this module (also checks ``same_as``)."""
+    return snapshots.render_all()
+
+
+def assert_fresh(variant: Variant, text: str, generated_dir: Path = GENERATED) -> None:
+    """The golden comparison: the committed snapshot equals the composed text, else show the diff."""
+    diff = snapshots.snapshot_diff(variant, text, generated_dir)
+    if diff:
+        pytest.fail(f"{variant.filename} is stale; run {FIX} and commit _generated/.\n{diff}", pytrace=False)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.filename)
+def test_committed_snapshot_is_fresh(variant: Variant, rendered: dict[str, str]):
+    assert_fresh(variant, rendered[variant.filename])
+
+
+def test_variant_list_is_the_generated_dir():
+    assert sorted(p.name for p in GENERATED.iterdir()) == sorted(v.filename for v in VARIANTS)
+    assert {"_generated_ppo_trainer.yaml", "_generated_ppo_megatron_trainer.yaml"} <= {
+        v.filename for v in VARIANTS
+    }
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.filename)
+def test_snapshot_header_names_engine_and_command_and_nothing_machine_specific(variant: Variant):
+    text = (GENERATED / variant.filename).read_text(encoding="utf-8")
+    head = [line for line in text.splitlines() if line.startswith("#")]
+    body = text[len("\n".join(head)) + 1 :]
+    engine = "megatron" if any("megatron" in o for o in variant.composition.overrides) else "dp"
+    assert f"# model_engine: {engine}" in head
+    assert f"\nmodel_engine: {engine}\n" in body
+    assert f"# Composed as: {variant.composition.command()}" in head
+    assert any(FIX in line for line in head)
+    for private in (str(REPO), str(Path.home()), socket.gethostname()):
+        assert private not in text
+    assert getpass.getuser() not in "\n".join(head)
+
+
+def test_snapshot_body_is_exactly_the_resolved_yaml_of_the_main_job(tmp_path: Path):
+    variant = next(v for v in VARIANTS if v.filename == "_generated_ppo_megatron_trainer.yaml")
+    assert main_job([*variant.composition.overrides, f"hydra.run.dir={tmp_path}"]) == 0
+    written = (tmp_path / "resolved.yaml").read_text(encoding="utf-8")
+    committed = (GENERATED / variant.filename).read_text(encoding="utf-8")
+    assert committed == snapshots.header(variant, written) + written
+
+
+def test_golden_comparison_fails_with_a_readable_diff_when_a_default_changed(
+    tmp_path: Path, rendered: dict[str, str]
+):
+    # A committed snapshot from before `trainer.total_epochs` changed its default.
+    variant = VARIANTS[0]
+    stale = rendered[variant.filename].replace("\n  total_epochs: 30\n", "\n  total_epochs: 20\n")
+    assert stale != rendered[variant.filename]
+    (tmp_path / variant.filename).write_text(stale, encoding="utf-8")
+    with pytest.raises(pytest.fail.Exception) as failure:
+        assert_fresh(variant, rendered[variant.filename], tmp_path)
+    message = str(failure.value)
+    assert "-  total_epochs: 20\n+  total_epochs: 30\n" in message
+    assert f"--- _generated/{variant.filename} (committed)" in message
+    assert FIX in message
+
+
+def test_check_reports_stale_missing_and_unlisted_files_and_writes_nothing(
+    tmp_path: Path, rendered: dict[str, str], capsys: pytest.CaptureFixture[str]
+):
+    shutil.copytree(GENERATED, tmp_path, dirs_exist_ok=True)
+    stale_name, missing_name = VARIANTS[0].filename, VARIANTS[1].filename
+    stale_path = tmp_path / stale_name
+    stale_path.write_text(stale_path.read_text().replace("\n  nnodes: 1\n", "\n  nnodes: 4\n"))
+    (tmp_path / missing_name).unlink()
+    (tmp_path / "_generated_old_variant.yaml").write_text("old: true\n")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    assert snapshots.check(tmp_path, rendered=rendered) == 1
+    out = capsys.readouterr().out
+    assert "-  nnodes: 4\n+  nnodes: 1\n" in out
+    assert f"--- _generated/{missing_name} (missing)" in out
+    assert "_generated_old_variant.yaml is not in VARIANTS" in out
+    assert "3 snapshot file(s) in _generated/ are stale" in out and FIX in out
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_check_is_quiet_and_zero_when_fresh(rendered: dict[str, str], capsys: pytest.CaptureFixture[str]):
+    assert snapshots.check(GENERATED, rendered=rendered) == 0
+    assert capsys.readouterr().out == f"{len(VARIANTS)} snapshots in _generated/ are fresh.\n"
+
+
+def test_generator_refuses_another_checkouts_config_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert snapshots.main(["--root", str(tmp_path), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "verl_roles error: conf/" in err and "not from" in err and FIX in err
+    assert not (tmp_path / "_generated").exists()
+
+
+# --- the script itself, on a temporary copy of the repo ------------------------------------------
+
+
+def copy_repo(dest: Path) -> Path:
+    for name in ("conf", "verl_roles", "scripts", "_generated"):
+        shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def run_script(repo: Path, *args: str, path_dirs: tuple[Path, ...] = (), seed: str = "0"):
+    env = cli_env()
+    env.pop("PYTHON", None)
+    env.pop("PYTHONPATH", None)
+    env["PYTHONHASHSEED"] = seed
+    dirs = [*path_dirs, Path(sys.executable).parent]
+    env["PATH"] = os.pathsep.join([*map(str, dirs), env.get("PATH", "")])
+    return subprocess.run(
+        [str(repo / "scripts" / "generate_trainer_config.sh"), *args],
+        cwd=repo / "conf",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def snapshot_bytes(repo: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((repo / "_generated").iterdir())}
+
+
+def test_script_check_fails_on_a_changed_default_then_regenerates_deterministically(tmp_path: Path):
+    repo = copy_repo(tmp_path / "repo")
+    baseline = repo / "conf" / "engine" / "megatron.yaml"
+    text = baseline.read_text(encoding="utf-8")
+    assert "\ngrad_offload: false\n" in text
+    baseline.write_text(text.replace("\ngrad_offload: false\n", "\ngrad_offload: true\n"), encoding="utf-8")
+    committed = snapshot_bytes(repo)
+
+    check = run_script(repo, "--check")
+    assert check.returncode == 1, check.stdout + check.stderr
+    megatron = {v.filename for v in VARIANTS if "model_engine=megatron" in v.composition.overrides}
+    for variant in VARIANTS:
+        shown = f"--- _generated/{variant.filename} (committed)" in check.stdout
+        assert shown == (variant.filename in megatron), variant.filename
+    assert "-      grad_offload: false\n+      grad_offload: true\n" in check.stdout
+    assert f"Fix: run {FIX}" in check.stdout and "Traceback" not in check.stderr
+    assert snapshot_bytes(repo) == committed
+
+    # Regenerate in another process with another hash seed: only the megatron snapshots change,
+    # every other one is byte-identical to the committed file.
+    regenerate = run_script(repo, seed="12345")
+    assert regenerate.returncode == 0, regenerate.stderr
+    after = snapshot_bytes(repo)
+    assert {name for name in after if after[name] != committed[name]} == megatron
+    assert b"grad_offload: true" in after["_generated_ppo_megatron_trainer.yaml"]
+    assert not [p for p in (repo / "_generated").iterdir() if p.name.endswith(".tmp")]
+    assert "_generated_ppo_megatron_trainer.yaml" in regenerate.stdout
+
+
+def test_script_without_an_importable_verl_roles_says_what_to_do(tmp_path: Path):
+    # A python3 first on PATH that does not see the installed dependencies (hydra, omegaconf).
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    (fake / "python3").chmod(0o755)
+    result = run_script(copy_repo(tmp_path / "repo"), "--check", path_dirs=(fake,))
+    assert result.returncode == 2
+    assert "cannot import verl_roles" in result.stderr and "pip install -e ." in result.stderr
+    assert "Traceback" not in result.stderr
