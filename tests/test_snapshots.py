@@ -176,6 +176,10 @@ def test_script_check_fails_on_a_changed_default_then_regenerates_deterministica
     assert b"grad_offload: true" in after["_generated_ppo_megatron_trainer.yaml"]
     assert not [p for p in (repo / "_generated").iterdir() if p.name.endswith(".tmp")]
     assert "_generated_ppo_megatron_trainer.yaml" in regenerate.stdout
+    umask = os.umask(0o022)
+    os.umask(umask)
+    mode = (repo / "_generated" / "_generated_ppo_megatron_trainer.yaml").stat().st_mode & 0o777
+    assert mode == 0o666 & ~umask
 
 
 def test_script_without_an_importable_verl_roles_says_what_to_do(tmp_path: Path):
