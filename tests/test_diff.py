@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import run
+from conftest import cli_env
 
 from verl_roles.cli import main as cli
 from verl_roles.diff import Change, compare
@@ -48,10 +50,10 @@ def test_same_config_exits_zero(capsys: pytest.CaptureFixture[str]):
     ]
 
 
-def test_dp_versus_megatron_from_the_shell(in_tmp: Path):
-    result = run(["diff", "--", "model_engine=megatron"], cwd=in_tmp, module="verl_roles.cli")
-    assert result.returncode == 1, result.stderr
-    lines = result.stdout.splitlines()
+def test_dp_versus_megatron(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli(["diff", "--", "model_engine=megatron"]) == 1
+    lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == ["A: (defaults)", "B: model_engine=megatron"]
     assert 'changed model_engine: "dp" -> "megatron"' in lines
     assert 'changed actor_rollout_ref.actor.strategy: "fsdp" -> "megatron"' in lines
@@ -60,7 +62,7 @@ def test_dp_versus_megatron_from_the_shell(in_tmp: Path):
     keys = [line.split(" ", 1)[1].lstrip().split(":", 1)[0] for line in lines[2:-1]]
     assert keys == sorted(keys, key=lambda k: k.split(".")) and len(keys) == len(set(keys))
     assert lines[-1].endswith("changed") and " keys differ: " in lines[-1]
-    assert not list(in_tmp.iterdir())
+    assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize(
@@ -89,3 +91,12 @@ def test_help_lists_the_command_and_its_usage(capsys: pytest.CaptureFixture[str]
     assert cli(["diff", "--help"]) == 0
     out = capsys.readouterr().out
     assert "verl-roles diff -- model_engine=megatron" in out and "Exit code 0" in out
+
+
+def test_console_script_runs_the_command(tmp_path: Path):
+    script = Path(sys.executable).with_name("verl-roles")
+    result = subprocess.run(
+        [str(script), "diff", "--help"], cwd=tmp_path, env=cli_env(), capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: verl-roles diff")
