@@ -222,9 +222,13 @@ def check(
     return 0
 
 
-def generate(generated_dir: Path, variants: Sequence[Variant] = VARIANTS) -> int:
-    """Write every snapshot (atomically) and remove generator-owned files no longer listed."""
-    rendered = render_all(variants)
+def generate(
+    generated_dir: Path, variants: Sequence[Variant] = VARIANTS, rendered: Mapping[str, str] | None = None
+) -> int:
+    """Write every snapshot (atomically; ``rendered`` if given, else composed now) whose text changed,
+    and remove generator-owned files no longer listed. Returns 0."""
+    if rendered is None:
+        rendered = render_all(variants)
     changed = []
     for name, text in rendered.items():
         path = generated_dir / name
