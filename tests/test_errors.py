@@ -80,6 +80,49 @@ CASES: list[tuple[str, list[str], list[str]]] = [
          "command line override"],
     ),
     (
+        "wrong-type",
+        ["trainer.nnodes=abc"],
+        ["trainer.nnodes: has the wrong type", "Got 'abc'", "Expected an integer",
+         "command line override `trainer.nnodes=abc`"],
+    ),
+    (
+        "mini-batch-larger-than-train-batch",
+        ["data.train_batch_size=64"],
+        ["actor_rollout_ref.actor.ppo_mini_batch_size: is 256 prompts, more than data.train_batch_size = 64"],
+    ),
+    (
+        "micro-batch-set-two-ways",
+        ["actor_rollout_ref.actor.ppo_micro_batch_size=8",
+         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"],
+        ["both set", "remove actor_rollout_ref.actor.ppo_micro_batch_size"],
+    ),
+    (
+        "micro-batch-does-not-divide",
+        ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3"],
+        ["ppo_micro_batch_size_per_gpu: (3) does not divide the 32 samples"],
+    ),
+    (
+        "megatron-parallel-does-not-fit-gpus",
+        ["model_engine=megatron", "megatron.tensor_model_parallel_size=3"],
+        ["TP*PP*CP = 3*1*1 = 3 does not divide the 8 GPUs"],
+    ),
+    (
+        "enum",
+        ["actor_rollout_ref.actor.loss_agg_mode=token_mean"],
+        ["is not a loss aggregation mode", "Got 'token_mean'", "seq-mean-token-sum-norm",
+         "did you mean actor_rollout_ref.actor.loss_agg_mode=token-mean?"],
+    ),
+    (
+        "range",
+        ["actor_rollout_ref.rollout.gpu_memory_utilization=1.5"],
+        ["gpu_memory_utilization: is out of range", "Got 1.5", "a fraction in (0, 1]"],
+    ),
+    (
+        "required-path",
+        ["actor_rollout_ref.model.path=null"],
+        ["actor_rollout_ref.model.path: is required but empty"],
+    ),
+    (
         "override-syntax",
         ["data.train_batch_size=[1"],
         ["`data.train_batch_size=[1`", "not a valid Hydra override", "override_grammar"],
@@ -96,7 +139,8 @@ def _run_main(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str
 def _assert_one_paragraph_error(code: int, output: str, tmp_path: Path, phrases: list[str]) -> str:
     assert code == 2, output
     assert "Traceback" not in output, output
-    (message,) = [line for line in output.splitlines() if line.startswith("verl_roles error:")]
+    assert output.count("verl_roles error:") == 1, output
+    message = output[output.index("verl_roles error:"):]
     for phrase in phrases:
         assert phrase in message, f"{phrase!r} not in:\n{message}"
     assert not (tmp_path / "out" / "resolved.yaml").exists()
@@ -140,3 +184,24 @@ def test_subprocess_exit_code_no_traceback(in_tmp: Path):
 def test_debug_flag_lets_the_exception_through(tmp_path):
     with pytest.raises(verl_roles.ConfigError, match="did you mean `trainer.nnodes`"):
         main(["trainer.nnodez=2", f"hydra.run.dir={tmp_path}", "--debug"])
+
+
+def test_every_problem_is_reported_together():
+    with pytest.raises(verl_roles.ConfigError) as raised:
+        verl_roles.compose(
+            [
+                "trainer.nnodes=abc",
+                "algorithm.adv_estimator=gea",
+                "critic.optim.lr=0",
+                "actor_rollout_ref.actor.clip_ratio_low=-0.1",
+            ]
+        )
+    error = raised.value
+    assert [p.key for p in error.problems] == [
+        "trainer.nnodes",
+        "algorithm.adv_estimator",
+        "critic.optim.lr",
+        "actor_rollout_ref.actor.clip_ratio_low",
+    ]
+    assert str(error).startswith("4 problems in the config:")
+    assert "did you mean algorithm.adv_estimator=gae?" in str(error)

@@ -41,5 +41,8 @@ def resolve(cfg: DictConfig) -> DictConfig:
 def finalize(cfg: DictConfig, *, config_name: str = PRIMARY_CONFIG) -> DictConfig:
     """Run every step after composition and return the resolved, validated, read-only config."""
     check_config_name(config_name)
-    validate.validate(cfg)
-    return resolve(cfg)
+    # Rules read the resolved config: plain values are much cheaper to read than interpolations,
+    # and nothing is written before finalize returns, so a problem still stops the run first.
+    resolved = resolve(cfg)
+    validate.validate(resolved)
+    return resolved
