@@ -18,7 +18,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.errors import VerlRolesError
-from verl_roles.hydra_context import CONF_DIR
+from verl_roles.hydra_context import CONF_DIR, memoized_hydra_main
 from verl_roles.hydra_errors import LIBRARY_ERRORS, parse_hydra_args, raise_translated
 from verl_roles.output import ROLE_SECTIONS, write_run_files
 from verl_roles.pipeline import PRIMARY_CONFIG, finalize
@@ -68,7 +68,8 @@ def _invoke(args: list[str]) -> None:
     sys.argv = [saved_argv[0] if saved_argv else "verl_roles.main", *args]
     JOB_ERRORS.clear()
     try:
-        hydra_app()
+        with memoized_hydra_main():
+            hydra_app()
     except (VerlRolesError, *LIBRARY_ERRORS) as error:
         raise_translated(error, parse_hydra_args(args, PRIMARY_CONFIG))
     finally:

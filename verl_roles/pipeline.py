@@ -10,6 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_roles import validate
 from verl_roles.notices import ConfigDeprecationWarning, warn
+from verl_roles.resolution import resolve_in_place
 
 PRIMARY_CONFIG = "ppo_trainer"
 
@@ -31,15 +32,21 @@ def check_config_name(config_name: str) -> None:
 
 
 def resolve(cfg: DictConfig) -> DictConfig:
-    """Return a copy of ``cfg`` with every interpolation replaced by its value."""
-    container = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
-    resolved = OmegaConf.create(container)
-    OmegaConf.set_readonly(resolved, True)
-    return resolved
+    """Replace every interpolation of ``cfg`` by its value, in place, and make it read-only.
+
+    The result behaves like a config built from plain values: no struct flag, read-only.
+    """
+    resolve_in_place(cfg)
+    OmegaConf.set_struct(cfg, None)
+    OmegaConf.set_readonly(cfg, True)
+    return cfg
 
 
 def finalize(cfg: DictConfig, *, config_name: str = PRIMARY_CONFIG) -> DictConfig:
-    """Run every step after composition and return the resolved, validated, read-only config."""
+    """Run every step after composition and return the resolved, validated, read-only config.
+
+    Works on ``cfg`` itself (a freshly composed config nobody else holds): no copy is made.
+    """
     check_config_name(config_name)
     # Rules read the resolved config: plain values are much cheaper to read than interpolations,
     # and nothing is written before finalize returns, so a problem still stops the run first.

@@ -1,0 +1,117 @@
+"""The cached composition gives exactly what stock Hydra gives, notices changed files, and keeps
+no state a caller can see. (Speed itself is measured by benchmarks/, never asserted here.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import CONF
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
+
+import verl_roles
+from verl_roles.hydra_context import NO_CACHE_ENV, compose_raw, load_yaml
+from verl_roles.output import to_yaml
+
+# A group change, value overrides after the group choice and before it, adding and deleting keys.
+OVERRIDE_SETS = [
+    [],
+    ["model_engine=megatron", "megatron.tensor_model_parallel_size=4", "critic.megatron.param_offload=true"],
+    ["critic.optim.lr=2e-5", "model_engine=fsdp", "+trainer.extra_note=hello", "~trainer.val_before_train"],
+]
+
+
+def stock_hydra_and_omegaconf(monkeypatch: pytest.MonkeyPatch, overrides: list[str]) -> str:
+    """The reference: Hydra's own loader, resolved by OmegaConf's own resolution."""
+    with monkeypatch.context() as patch:
+        patch.setenv(NO_CACHE_ENV, "1")
+        raw = compose_raw("ppo_trainer", overrides)
+    return to_yaml(OmegaConf.create(OmegaConf.to_container(raw, resolve=True)))
+
+
+@pytest.mark.parametrize("overrides", OVERRIDE_SETS, ids=lambda o: " ".join(o) or "defaults")
+def test_cached_compose_and_fast_resolution_equal_stock_hydra(monkeypatch, overrides):
+    verl_roles.compose(["model_engine=megatron", "critic.optim.lr=7e-6"])  # warm the caches
+    assert to_yaml(verl_roles.compose(overrides)) == stock_hydra_and_omegaconf(monkeypatch, overrides)
+
+
+def test_value_overrides_do_not_leak_into_later_calls():
+    first = verl_roles.compose(["model_engine=megatron", "critic.optim.lr=9e-5", "+trainer.only_here=1"])
+    second = verl_roles.compose(["model_engine=megatron"])
+    assert first.critic.optim.lr == 9e-5
+    assert second.critic.optim.lr != 9e-5
+    assert "only_here" not in second.trainer
+
+
+def test_a_failed_call_leaves_the_next_one_intact():
+    with pytest.raises(Exception) as raised:
+        verl_roles.compose(["model_engine=megatron", "critic.optim.no_such_key=1"])
+    assert "no_such_key" in str(raised.value)
+    assert verl_roles.compose(["model_engine=megatron"]).model_engine == "megatron"
+
+
+def test_results_are_independent_objects():
+    first = verl_roles.compose(["model_engine=megatron"])
+    second = verl_roles.compose(["model_engine=megatron"])
+    assert first is not second
+    assert first.critic is not second.critic
+    assert to_yaml(first) == to_yaml(second)
+
+
+def test_no_global_hydra_state_and_caller_state_kept():
+    GlobalHydra.instance().clear()
+    verl_roles.compose(["model_engine=megatron"])
+    assert not GlobalHydra.instance().is_initialized()
+
+    from hydra import initialize_config_module
+
+    with initialize_config_module(config_module="verl_roles.conf", version_base=None):
+        caller = GlobalHydra.instance().hydra
+        verl_roles.compose(["model_engine=dp"])
+        assert GlobalHydra.instance().hydra is caller
+    assert not GlobalHydra.instance().is_initialized()
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_a_changed_config_file_is_read_again(tmp_path):
+    extra = tmp_path / "extra" / "note.yaml"
+    overrides = [f"hydra.searchpath=[file://{tmp_path}]", "+extra@trainer.extra=note"]
+    write(extra, "# A note.\nmessage: first\n")
+    assert verl_roles.compose(overrides).trainer.extra.message == "first"
+    write(extra, "# A note, edited.\nmessage: second edit\n")
+    assert verl_roles.compose(overrides).trainer.extra.message == "second edit"
+    write(tmp_path / "extra" / "other.yaml", "# Another note.\nmessage: other\n")
+    other = [overrides[0], "+extra@trainer.extra=other"]
+    assert verl_roles.compose(other).trainer.extra.message == "other"
+
+
+def test_duplicate_yaml_key_is_still_an_error(tmp_path):
+    write(tmp_path / "extra" / "dup.yaml", "# Twice.\nmessage: a\n\n# Again.\nmessage: b\n")
+    with pytest.raises(Exception) as raised:
+        verl_roles.compose([f"hydra.searchpath=[file://{tmp_path}]", "+extra@trainer.extra=dup"])
+    assert "duplicate key message" in str(raised.value)
+
+
+@pytest.mark.parametrize("path", sorted(CONF.rglob("*.yaml")), ids=lambda p: str(p.relative_to(CONF)))
+def test_fast_yaml_loader_reads_every_config_file_like_omegaconf(path):
+    text = path.read_text(encoding="utf-8")
+    fast, reference = load_yaml(text), OmegaConf.load(path)
+    assert OmegaConf.to_container(fast) == OmegaConf.to_container(reference)
+    assert OmegaConf.to_yaml(fast) == OmegaConf.to_yaml(reference)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a: 1e-5\nb: 1.0e+3\nc: .5\nd: 2001-12-14\ne: 0x1f\nf: yes\ng: ~\nh: '010'\ni: 1_000\nj: .inf\n"],
+)
+def test_fast_yaml_loader_keeps_omegaconf_scalar_rules(tmp_path, text):
+    path = tmp_path / "scalars.yaml"
+    path.write_text(text, encoding="utf-8")
+    fast, reference = OmegaConf.to_container(load_yaml(text)), OmegaConf.to_container(OmegaConf.load(path))
+    assert fast == reference
+    assert [type(v) for v in fast.values()] == [type(v) for v in reference.values()]
