@@ -22,6 +22,7 @@ the launchers, which call the same loader for every job of a sweep) use it too.
 from __future__ import annotations
 
 import copy
+import io
 import os
 import pickle
 import threading
@@ -29,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import yaml
 from hydra import initialize_config_dir
@@ -99,8 +100,10 @@ class _YamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignor
         return super().construct_mapping(node, deep=deep)
 
 
-def load_yaml(stream: str | IO[str]) -> DictConfig | ListConfig:
-    """``OmegaConf.load`` for a text stream or string, on the C parser."""
+def load_yaml(text: str, name: str = "<unicode string>") -> DictConfig | ListConfig:
+    """``OmegaConf.load`` of ``text`` on the C parser; ``name`` (the file) is what YAML errors cite."""
+    stream = io.StringIO(text)
+    stream.name = name
     obj = yaml.load(stream, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
     if obj is not None and not isinstance(obj, (list, dict, str)):
         raise OSError(f"Invalid loaded object type: {type(obj).__name__}")
@@ -113,7 +116,7 @@ class _PackageSource(ImportlibResourcesConfigSource):
     def _read_config(self, res: Any) -> ConfigResult:
         text = res.read_bytes().decode("utf-8")
         return ConfigResult(
-            config=load_yaml(text),
+            config=load_yaml(text, name=str(res)),
             path=f"{self.scheme()}://{self.path}",
             provider=self.provider,
             header=ConfigSource._get_header_dict(text[:512]),
@@ -130,7 +133,7 @@ class _FileSource(FileConfigSource):
         with open(full_path, encoding="utf-8") as handle:
             text = handle.read()
         return ConfigResult(
-            config=load_yaml(text),
+            config=load_yaml(text, name=full_path),
             path=f"{self.scheme()}://{self.path}",
             provider=self.provider,
             header=ConfigSource._get_header_dict(text[:512]),
@@ -496,4 +499,12 @@ def memoized_hydra_main() -> Iterator[None]:
         hydra_internal.ConfigLoaderImpl = saved
 
 
-__all__ = ["CONF_DIR", "MemoizingConfigLoader", "isolated_hydra", "clear_caches", "compose_raw", "load_yaml", "memoized_hydra_main"]
+__all__ = [
+    "CONF_DIR",
+    "MemoizingConfigLoader",
+    "clear_caches",
+    "compose_raw",
+    "isolated_hydra",
+    "load_yaml",
+    "memoized_hydra_main",
+]

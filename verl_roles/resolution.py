@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from omegaconf import Container, DictConfig, ListConfig, Node, OmegaConf, ValueNode
+from omegaconf.errors import OmegaConfBaseException
 
 # ${a.b.c}: an absolute key path of plain names, nothing else.
 _PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\}")
@@ -23,8 +24,13 @@ def resolve_in_place(cfg: DictConfig) -> DictConfig:
     """Resolve every interpolation of ``cfg`` in place and return it."""
     pending: dict[int, Container] = {}
     _copy_plain_references(cfg, cfg, pending)
-    for container in pending.values():
-        OmegaConf.resolve(container)
+    try:
+        for container in pending.values():
+            OmegaConf.resolve(container)
+    except OmegaConfBaseException:
+        # OmegaConf.resolve does not say which key failed; to_container does, so let it raise.
+        OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+        raise
     return cfg
 
 
