@@ -20,6 +20,7 @@ from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.errors import VerlRolesError
 from verl_roles.hydra_context import CONF_DIR, memoized_hydra_main
 from verl_roles.hydra_errors import LIBRARY_ERRORS, parse_hydra_args, raise_translated
+from verl_roles.legacy import translate_overrides
 from verl_roles.output import ROLE_SECTIONS, write_run_files
 from verl_roles.pipeline import PRIMARY_CONFIG, finalize
 from verl_roles.summary import summarize
@@ -28,7 +29,8 @@ from verl_roles.summary import summarize
 def run_job(cfg: DictConfig) -> Path:
     """Finalize one composed config and write its files; returns the output directory."""
     hydra_cfg = HydraConfig.get()
-    resolved = finalize(cfg, config_name=hydra_cfg.job.config_name or PRIMARY_CONFIG)
+    config_name = hydra_cfg.job.config_name or PRIMARY_CONFIG
+    resolved = finalize(cfg, config_name=config_name, overrides=list(hydra_cfg.overrides.task))
     out_dir = Path(hydra_cfg.runtime.output_dir)
     write_run_files(resolved, out_dir)
     print(summarize(resolved))
@@ -64,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _invoke(args: list[str]) -> None:
+    # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
+    # for every job of a sweep alike.
+    args = translate_overrides(args)
     saved_argv = sys.argv
     sys.argv = [saved_argv[0] if saved_argv else "verl_roles.main", *args]
     JOB_ERRORS.clear()

@@ -6,17 +6,17 @@ Hydra does the composing; :func:`finalize` runs the remaining steps on its resul
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import validate
+from verl_roles import legacy, validate
 from verl_roles.notices import ConfigDeprecationWarning, warn
 from verl_roles.resolution import resolve_in_place
 
 PRIMARY_CONFIG = "ppo_trainer"
 
-DEPRECATED_CONFIG_NAMES = {
-    "ppo_megatron_trainer": ["model_engine=megatron"],
-}
+DEPRECATED_CONFIG_NAMES = legacy.LEGACY_CONFIG_NAMES
 
 
 def check_config_name(config_name: str) -> None:
@@ -42,12 +42,17 @@ def resolve(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
-def finalize(cfg: DictConfig, *, config_name: str = PRIMARY_CONFIG) -> DictConfig:
+def finalize(
+    cfg: DictConfig, *, config_name: str = PRIMARY_CONFIG, overrides: Sequence[str] = ()
+) -> DictConfig:
     """Run every step after composition and return the resolved, validated, read-only config.
 
     Works on ``cfg`` itself (a freshly composed config nobody else holds): no copy is made.
+    ``overrides`` are the command-line overrides the config was composed with (already translated
+    by :func:`verl_roles.legacy.translate_overrides`); legacy keys found in config files yield to them.
     """
     check_config_name(config_name)
+    legacy.normalize_config(cfg, overrides)
     # Rules read the resolved config: plain values are much cheaper to read than interpolations,
     # and nothing is written before finalize returns, so a problem still stops the run first.
     resolved = resolve(cfg)
