@@ -344,3 +344,7 @@ def required_paths_are_set(cfg: DictConfig) -> Iterable[Problem]:
         if value is None or (isinstance(value, str) and not value.strip()):
             yield Problem(key=key, message="is required but empty", value=value, show_value=True,
                           fix=f"set it, e.g. {key}=/path/to/it")
+
+
+# Rules kept in their own modules register themselves on import (after `rule` exists above).
+from verl_roles import lora_rules  # noqa: E402,F401
