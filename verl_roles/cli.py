@@ -12,6 +12,7 @@ import sys
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("verl_roles.diff", "the resolved keys that differ between two compositions: diff [A] -- [B]"),
+    "migrate": ("verl_roles.migrate", "print the modern equivalent of a legacy command line"),
 }
 
 USAGE = "usage: verl-roles COMMAND [ARGS...]   (verl-roles COMMAND --help for a command's usage)"
