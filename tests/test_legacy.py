@@ -1,0 +1,378 @@
+"""Legacy keys and names: aliases on the command line and in config files, migrate, and equivalence
+with verl's legacy trainer configs (frozen under tests/data/legacy)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import DATA, assert_user_error, cli_env, run
+from omegaconf import OmegaConf
+
+import verl_roles
+from verl_roles import cli, legacy
+from verl_roles import main as main_module
+from verl_roles.errors import ConfigError
+from verl_roles.notices import ConfigDeprecationWarning
+
+MODELS = ("actor_rollout_ref.model", "critic.model")
+
+# Every legacy LoRA key for one model: (legacy key, legacy value text, current key, expected value).
+LORA_ALIASES = [
+    ("lora_rank", "8", "lora.rank", 8),
+    ("lora_alpha", "64", "lora.alpha", 64),
+    ("target_modules", "[q_proj,v_proj]", "lora.target_modules", ["q_proj", "v_proj"]),
+    ("exclude_modules", "null", "lora.exclude_modules", []),
+    ("lora_adapter_path", "/ckpt/adapter", "lora.adapter_path", "/ckpt/adapter"),
+]
+
+
+def flat(cfg) -> dict[str, object]:
+    out: dict[str, object] = {}
+
+    def walk(node, prefix):
+        if isinstance(node, dict) and node:
+            for key, value in node.items():
+                walk(value, f"{prefix}.{key}" if prefix else str(key))
+        else:
+            out[prefix] = node
+
+    walk(OmegaConf.to_container(cfg, resolve=True), "")
+    return out
+
+
+def main_in_process(args: list[str], tmp_path: Path, capsys) -> tuple[int, str, str]:
+    """``python -m verl_roles.main ARGS`` in this process (same code path, no interpreter start-up)."""
+    code = main_module.main([*args, f"hydra.run.dir={tmp_path / 'out'}", "hydra/job_logging=none",
+                             "hydra/hydra_logging=none"])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# --------------------------------------------------------------------------- command line
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_flat_lora_key_sets_the_lora_block_and_warns_once(model):
+    overrides = [f"{model}.{old}={text}" for old, text, _, _ in LORA_ALIASES]
+    with pytest.warns(ConfigDeprecationWarning) as record:
+        cfg = verl_roles.compose(overrides)
+    messages = [str(w.message) for w in record if issubclass(w.category, ConfigDeprecationWarning)]
+    assert len(messages) == len(LORA_ALIASES), messages
+    section = OmegaConf.select(cfg, model)
+    for (old, _text, new, expected), message in zip(LORA_ALIASES, messages, strict=True):
+        got = OmegaConf.select(section, new)
+        assert (OmegaConf.to_container(got) if OmegaConf.is_config(got) else got) == expected, new
+        assert old not in section
+        assert f"{model}.{old}" in message and f"{model}.{new}" in message and "value" in message
+
+
+def test_value_translation_applies_to_every_sweep_value():
+    tokens, _ = legacy.migrate_overrides(
+        ["critic.model.exclude_modules=null,[x]", "critic.model.lora_rank=range(1,3)"]
+    )
+    assert tokens == ["critic.model.lora.exclude_modules=[],[x]", "critic.model.lora.rank=range(1,3)"]
+
+
+@pytest.mark.parametrize("engine", ["dp", "megatron"])
+def test_flat_lora_rank_works_under_both_engines(engine):
+    with pytest.warns(ConfigDeprecationWarning):
+        cfg = verl_roles.compose([f"model_engine={engine}", "actor_rollout_ref.model.lora_rank=16"])
+    assert cfg.actor_rollout_ref.model.lora.rank == 16
+
+
+def test_critic_fsdp_config_moves_to_critic_fsdp():
+    moved = r"critic\.model\.fsdp_config\.param_offload.*critic\.fsdp"
+    with pytest.warns(ConfigDeprecationWarning, match=moved):
+        cfg = verl_roles.compose(["critic.model.fsdp_config.param_offload=true",
+                                  "+critic.model.fsdp_config.fsdp_size=4"])
+    assert cfg.critic.fsdp.param_offload is True
+    assert cfg.critic.fsdp.fsdp_size == 4
+    assert "fsdp_config" not in cfg.critic.model
+
+
+def test_same_value_under_old_and_new_key_is_accepted():
+    with pytest.warns(ConfigDeprecationWarning):
+        cfg = verl_roles.compose(
+            ["actor_rollout_ref.model.lora_rank=8", "actor_rollout_ref.model.lora.rank=8"]
+        )
+    assert cfg.actor_rollout_ref.model.lora.rank == 8
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("actor_rollout_ref.model.lora_rank=8", "actor_rollout_ref.model.lora.rank=16"),
+        ("critic.model.lora_alpha=8", "critic.model.lora.alpha=32"),
+        ("critic.model.fsdp_config.param_offload=true", "critic.fsdp.param_offload=false"),
+    ],
+)
+def test_old_and_new_key_with_different_values_is_an_error(old, new, tmp_path, capsys):
+    code, _, err = main_in_process([new, old], tmp_path, capsys)
+    assert code == 2 and "Traceback" not in err
+    old_key, new_key = old.partition("=")[0], new.partition("=")[0]
+    assert old_key in err and new_key in err and "different values" in err
+    assert not (tmp_path / "out" / "resolved.yaml").exists()
+
+
+def test_legacy_key_in_a_sweep_translates_every_value(tmp_path, capsys):
+    code = main_module.main(["-m", "actor_rollout_ref.model.lora_rank=8,16", f"hydra.sweep.dir={tmp_path}",
+                             "hydra/job_logging=none", "hydra/hydra_logging=none"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    ranks = {OmegaConf.load(p).actor_rollout_ref.model.lora.rank for p in tmp_path.glob("*/resolved.yaml")}
+    assert ranks == {8, 16}
+    assert err.count("actor_rollout_ref.model.lora_rank is a deprecated key") == 1
+
+
+def test_cli_warning_names_old_key_new_key_and_value(in_tmp):
+    result = run(["actor_rollout_ref.model.lora_alpha=64", "hydra.run.dir=out"], cwd=in_tmp)
+    assert result.returncode == 0, result.stderr
+    warning = [line for line in result.stderr.splitlines() if "lora_alpha" in line]
+    assert len(warning) == 1
+    assert warning[0].startswith("verl_roles warning:")
+    for phrase in ("actor_rollout_ref.model.lora_alpha", "actor_rollout_ref.model.lora.alpha", "value 64"):
+        assert phrase in warning[0]
+    assert OmegaConf.load(in_tmp / "out/resolved.yaml").actor_rollout_ref.model.lora.alpha == 64
+
+
+def test_cli_conflict_is_one_paragraph(in_tmp):
+    result = run(["critic.model.lora_rank=4", "critic.model.lora.rank=8", "hydra.run.dir=out"], cwd=in_tmp)
+    assert_user_error(result, "critic.model.lora_rank", "critic.model.lora.rank", "different values", "Fix:")
+    assert not (in_tmp / "out").exists()
+
+
+# --------------------------------------------------------------------------- config files
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def user_conf(tmp_path: Path) -> Path:
+    """A user's --config-dir with a legacy primary config and a legacy role option."""
+    conf = tmp_path / "user_conf"
+    write(conf / "legacy_run.yaml", """\
+defaults:
+  - ppo_trainer
+  - _self_
+actor_rollout_ref:
+  model:
+    lora_rank: 8
+    exclude_modules: null
+critic:
+  model:
+    fsdp_config:
+      param_offload: true
+""")
+    write(conf / "role/critic/legacy_lora.yaml", """\
+# @package critic
+model:
+  lora_rank: 4
+  lora_alpha: 8
+""")
+    write(conf / "both_keys.yaml", """\
+defaults:
+  - ppo_trainer
+  - _self_
+actor_rollout_ref:
+  model:
+    lora_rank: 8
+    lora:
+      rank: 16
+""")
+    return conf
+
+
+def test_legacy_keys_in_user_config_files_are_moved_and_warned(user_conf, tmp_path, capsys):
+    args = ["--config-dir", str(user_conf), "--config-name", "legacy_run", "role/critic=legacy_lora"]
+    code, _, err = main_in_process(args, tmp_path, capsys)
+    assert code == 0, err
+    cfg = OmegaConf.load(tmp_path / "out/resolved.yaml")
+    assert cfg.actor_rollout_ref.model.lora.rank == 8
+    assert list(cfg.actor_rollout_ref.model.lora.exclude_modules) == []
+    assert (cfg.critic.model.lora.rank, cfg.critic.model.lora.alpha) == (4, 8)
+    assert cfg.critic.fsdp.param_offload is True
+    for section in (cfg.actor_rollout_ref.model, cfg.critic.model):
+        assert not {"lora_rank", "lora_alpha", "exclude_modules", "fsdp_config"} & set(section)
+    for old in ("actor_rollout_ref.model.lora_rank", "critic.model.lora_rank", "critic.model.lora_alpha",
+                "critic.model.fsdp_config.param_offload"):
+        assert err.count(f"{old} is a deprecated key") == 1, err
+
+
+def test_command_line_wins_over_a_legacy_key_in_a_file(user_conf, tmp_path, capsys):
+    args = ["--config-dir", str(user_conf), "--config-name", "legacy_run", "critic.fsdp.param_offload=false"]
+    code, _, err = main_in_process(args, tmp_path, capsys)
+    assert code == 0, err
+    assert OmegaConf.load(tmp_path / "out/resolved.yaml").critic.fsdp.param_offload is False
+    assert "ignored because the command line sets critic.fsdp.param_offload" in err
+
+
+def test_file_setting_old_and_new_key_differently_is_an_error(user_conf, tmp_path, capsys):
+    args = ["--config-dir", str(user_conf), "--config-name", "both_keys"]
+    code, _, err = main_in_process(args, tmp_path, capsys)
+    assert code == 2 and "Traceback" not in err
+    for phrase in ("actor_rollout_ref.model.lora_rank=8", "actor_rollout_ref.model.lora.rank=16",
+                   "different values"):
+        assert phrase in err
+    assert not (tmp_path / "out" / "resolved.yaml").exists()
+
+
+def test_fsdp_critic_key_in_a_file_under_megatron_is_an_error(user_conf, tmp_path, capsys):
+    args = ["--config-dir", str(user_conf), "--config-name", "legacy_run", "model_engine=megatron"]
+    code, _, err = main_in_process(args, tmp_path, capsys)
+    assert code == 2 and "Traceback" not in err
+    assert "critic.model.fsdp_config.param_offload" in err and "model_engine=megatron" in err
+
+
+# --------------------------------------------------------------------------- migrate
+
+
+def migrate(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """``verl-roles migrate ARGS`` as a user types it."""
+    return subprocess.run([sys.executable, "-m", "verl_roles.cli", "migrate", *args], env=cli_env(),
+                          capture_output=True, text=True, timeout=60)
+
+
+def migrate_in_process(args: list[str], capsys) -> tuple[int, str, str]:
+    code = cli.main(["migrate", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_migrate_prints_the_modern_command_line():
+    old = ["--config-name", "ppo_megatron_trainer", "actor_rollout_ref.model.lora_rank=8",
+           "data.train_files=['a b.parquet', 'c.parquet']", "critic.model.fsdp_config.param_offload=true",
+           "trainer.logger=[\"console\",\"wandb\"]", "actor_rollout_ref.model.exclude_modules=null", "-m"]
+    result = migrate(old)
+    assert result.returncode == 0, result.stderr
+    new = shlex.split(result.stdout)
+    assert new == [
+        "model_engine=megatron",
+        "actor_rollout_ref.model.lora.rank=8",
+        "data.train_files=['a b.parquet', 'c.parquet']",
+        "critic.fsdp.param_offload=true",
+        "trainer.logger=[\"console\",\"wandb\"]",
+        "actor_rollout_ref.model.lora.exclude_modules=[]",
+        "-m",
+    ]
+    changes = [line for line in result.stderr.splitlines() if line.startswith("migrate:")]
+    assert len(changes) == 4
+    assert "--config-name ppo_megatron_trainer -> model_engine=megatron" in result.stderr
+
+
+def test_migrated_command_line_composes_to_the_same_config():
+    old = ["--config-name", "ppo_megatron_trainer", "actor_rollout_ref.model.lora_rank=8",
+           "actor_rollout_ref.model.lora_alpha=16", "critic.model.lora_adapter_path=/a",
+           "critic.model.exclude_modules=null", "critic.model.lora_rank=4"]
+    modern, _ = legacy_migrate(old)
+    assert not any(legacy.find(token.partition("=")[0]) for token in modern)
+    with pytest.warns(ConfigDeprecationWarning):
+        expected = verl_roles.compose(old[2:], config_name="ppo_megatron_trainer")
+    assert flat(verl_roles.compose(modern)) == flat(expected)
+
+
+def legacy_migrate(args: list[str]):
+    from verl_roles.migrate import migrate_command_line
+
+    return migrate_command_line(args)
+
+
+def test_migrate_without_legacy_keys_changes_nothing(capsys):
+    code, out, err = migrate_in_process(["model_engine=megatron", "critic.optim.lr=2e-5"], capsys)
+    assert code == 0
+    assert out.split() == ["model_engine=megatron", "critic.optim.lr=2e-5"]
+    assert "nothing to change" in err
+
+
+def test_migrate_conflict_is_a_user_error(capsys):
+    code, out, err = migrate_in_process(["critic.model.lora_rank=4", "critic.model.lora.rank=8"], capsys)
+    assert code == 2 and not out and "Traceback" not in err
+    for phrase in ("critic.model.lora_rank", "critic.model.lora.rank", "different values"):
+        assert phrase in err
+
+
+def test_migrate_round_trips_through_the_shell():
+    from verl_roles.migrate import shell_quote
+
+    for token in ["a=1", "a='x'", 'a="$HOME"', "a=[x,y]", "a=b c", "a=it's", "~a.b", "a=${x.y}"]:
+        assert shlex.split(shell_quote(token)) == [token]
+
+
+def test_python_api_conflict_raises_config_error():
+    with pytest.raises(ConfigError, match="different values"):
+        verl_roles.compose(["critic.model.lora_rank=4", "critic.model.lora.rank=8"])
+
+
+# --------------------------------------------------------------------------- equivalence
+
+MANDATORY_ROLLOUT_NAME = "legacy left it mandatory (???); it defaults to vllm so a bare run composes"
+
+# Reference keys whose value or presence differs on purpose, each with the reason.
+ALLOWED_DIFFERENCES: dict[str, dict[str, str]] = {
+    "megatron": {
+        "*._target_": "we do not instantiate verl's dataclasses, so no section carries a `_target_`",
+        "actor_rollout_ref.rollout.name": MANDATORY_ROLLOUT_NAME,
+        "reward.reward_model.rollout.name": "follows actor_rollout_ref.rollout.name (legacy: ??? too)",
+        "distillation.teacher_model.inference.name": (
+            "follows actor_rollout_ref.rollout.name; legacy resolved its oc.select fallback to null"
+        ),
+        "actor_rollout_ref.model.lora_alpha": (
+            "the flat alpha (16) was read only by FSDP workers; Megatron always used lora.alpha=32, "
+            "which model_engine=megatron keeps"
+        ),
+        "actor_rollout_ref.model.target_modules": (
+            "the flat all-linear was read only by FSDP workers; Megatron always used lora.target_modules "
+            "[linear_qkv, linear_proj, linear_fc1, linear_fc2], which model_engine=megatron keeps"
+        ),
+    },
+    "dp": {
+        "*._target_": "we do not instantiate verl's dataclasses, so no section carries a `_target_`",
+        "actor_rollout_ref.rollout.name": MANDATORY_ROLLOUT_NAME,
+        "reward.reward_model.rollout.name": "follows actor_rollout_ref.rollout.name (legacy: ??? too)",
+        "distillation.teacher_model.inference.name": (
+            "follows actor_rollout_ref.rollout.name; legacy resolved its oc.select fallback to null"
+        ),
+    },
+}
+
+REFERENCES = {"megatron": "ppo_megatron_trainer.json", "dp": "ppo_trainer.json"}
+
+
+def allowed(engine: str, key: str) -> bool:
+    return any(fnmatch.fnmatchcase(key, pattern) for pattern in ALLOWED_DIFFERENCES[engine])
+
+
+@pytest.mark.parametrize("engine", sorted(REFERENCES))
+def test_unified_config_keeps_every_legacy_value(engine):
+    """model_engine=ENGINE has every legacy key and value (legacy keys looked up in the table)."""
+    reference = json.loads((DATA / "legacy" / REFERENCES[engine]).read_text(encoding="utf-8"))
+    assert reference["model_engine"] == engine
+    got = flat(verl_roles.compose([f"model_engine={engine}"]))
+    wrong = []
+    for key, value in reference["values"].items():
+        if allowed(engine, key):
+            continue
+        hit = legacy.find(key)
+        new_key, expected = (hit[1], hit[0].converted(value)) if hit else (key, value)
+        if new_key not in got:
+            wrong.append(f"missing {key}" + (f" (as {new_key})" if hit else "") + f" = {value!r}")
+        elif got[new_key] != expected:
+            wrong.append(f"{key}: legacy {expected!r}, unified {got[new_key]!r}")
+    assert not wrong, "\n".join(wrong)
+    # The allow-list stays honest: each entry matches a reference key that still differs.
+    for pattern in ALLOWED_DIFFERENCES[engine]:
+        matched = [k for k in reference["values"] if fnmatch.fnmatchcase(k, pattern)]
+        assert matched, f"{pattern} matches no reference key"
+        if "*" not in pattern:
+            hit = legacy.find(pattern)
+            new_key = hit[1] if hit else pattern
+            assert got.get(new_key) != reference["values"][pattern], f"{pattern} no longer differs; drop it"
