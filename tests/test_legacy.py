@@ -79,10 +79,9 @@ def test_value_translation_applies_to_every_sweep_value():
     assert tokens == ["critic.model.lora.exclude_modules=[],[x]", "critic.model.lora.rank=range(1,3)"]
 
 
-@pytest.mark.parametrize("engine", ["dp", "megatron"])
-def test_flat_lora_rank_works_under_both_engines(engine):
+def test_flat_lora_rank_works_under_megatron():
     with pytest.warns(ConfigDeprecationWarning):
-        cfg = verl_roles.compose([f"model_engine={engine}", "actor_rollout_ref.model.lora_rank=16"])
+        cfg = verl_roles.compose(["model_engine=megatron", "actor_rollout_ref.model.lora_rank=16"])
     assert cfg.actor_rollout_ref.model.lora.rank == 16
 
 
