@@ -13,7 +13,7 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles.cli_errors import run_reporting_errors
@@ -30,7 +30,9 @@ def run_job(cfg: DictConfig) -> Path:
     """Finalize one composed config and write its files; returns the output directory."""
     hydra_cfg = HydraConfig.get()
     config_name = hydra_cfg.job.config_name or PRIMARY_CONFIG
-    resolved = finalize(cfg, config_name=config_name, overrides=list(hydra_cfg.overrides.task))
+    # Unresolved: an override's value may itself be an interpolation such as `${trainer.nnodes}`.
+    overrides = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
+    resolved = finalize(cfg, config_name=config_name, overrides=overrides)
     out_dir = Path(hydra_cfg.runtime.output_dir)
     write_run_files(resolved, out_dir)
     print(summarize(resolved))
