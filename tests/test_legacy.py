@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, assert_user_error, cli_env, run
+from conftest import DATA, cli_env, run
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -138,12 +138,6 @@ def test_cli_warning_names_old_key_new_key_and_value(in_tmp):
     for phrase in ("actor_rollout_ref.model.lora_alpha", "actor_rollout_ref.model.lora.alpha", "value 64"):
         assert phrase in warning[0]
     assert OmegaConf.load(in_tmp / "out/resolved.yaml").actor_rollout_ref.model.lora.alpha == 64
-
-
-def test_cli_conflict_is_one_paragraph(in_tmp):
-    result = run(["critic.model.lora_rank=4", "critic.model.lora.rank=8", "hydra.run.dir=out"], cwd=in_tmp)
-    assert_user_error(result, "critic.model.lora_rank", "critic.model.lora.rank", "different values", "Fix:")
-    assert not (in_tmp / "out").exists()
 
 
 # --------------------------------------------------------------------------- config files
