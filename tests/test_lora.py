@@ -47,13 +47,13 @@ BAD_LORA = {
         "critic.model.lora.exclude_modules=[linear_fc2]": ["Megatron module(s) linear_fc2", "all-linear"],
     }),
     "megatron": ("megatron", {
-        "critic.model.lora.rank=8.5": ["must be an integer >= 0", "Got 8.5"],
+        "critic.model.lora.rank=8.5": ["wrong type", "Got 8.5", "integer"],
         "actor_rollout_ref.model.lora.dropout=1.0": ["must be a probability in [0, 1)", "Got 1.0"],
         "actor_rollout_ref.model.lora.target_modules=all-linear": [
             "Hugging Face module(s) all-linear", "linear_qkv, linear_proj, linear_fc1, linear_fc2"],
     }),
     "alpha": ("dp", {
-        "critic.model.lora.rank=true": ["must be an integer >= 0", "Got True"],
+        "critic.model.lora.rank=true": ["wrong type", "Got True", "integer"],
         "actor_rollout_ref.model.lora.rank=8": [],
         "actor_rollout_ref.model.lora.alpha=0": ["must be a number > 0 when LoRA is on", "Got 0"],
     }),
@@ -69,6 +69,7 @@ def test_invalid_lora_settings_are_reported_together(case):
     with pytest.raises(ConfigError) as caught:
         verl_roles.compose([f"model_engine={engine}", *expected])
     problems = {p.key: p.render() for p in caught.value.problems}
+    assert len(problems) == len(caught.value.problems), "one problem per key, not one per rule"
     wanted = {override.partition("=")[0]: phrases for override, phrases in expected.items() if phrases}
     assert set(problems) == set(wanted), problems
     for key, phrases in wanted.items():

@@ -80,8 +80,10 @@ def _module_problems(engine: str, key: str, value: object) -> Iterator[Problem]:
 
 
 def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Problem]:
+    # A value of the wrong type (rank 8.5, dropout "abc") is reported by the schema check; these
+    # rules check what the types cannot say.
     rank = lora.get("rank")
-    if not _is_int(rank) or rank < 0:
+    if _is_int(rank) and rank < 0:
         yield Problem(
             key=f"{section}.rank",
             message="must be an integer >= 0",
@@ -91,7 +93,7 @@ def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Prob
             fix=f"set {section}.rank=0 to turn LoRA off, or e.g. {section}.rank=16",
         )
     alpha = lora.get("alpha")
-    if _is_int(rank) and rank > 0 and (not _is_number(alpha) or alpha <= 0):
+    if _is_int(rank) and rank > 0 and _is_number(alpha) and alpha <= 0:
         yield Problem(
             key=f"{section}.alpha",
             message=f"must be a number > 0 when LoRA is on ({section}.rank={rank})",
@@ -101,7 +103,7 @@ def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Prob
             fix=f"set e.g. {section}.alpha={2 * rank}",
         )
     dropout = lora.get("dropout")
-    if not _is_number(dropout) or not 0 <= dropout < 1:
+    if _is_number(dropout) and not 0 <= dropout < 1:
         yield Problem(
             key=f"{section}.dropout",
             message="must be a probability in [0, 1)",
@@ -111,7 +113,7 @@ def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Prob
             fix=f"set e.g. {section}.dropout=0.0",
         )
     lora_type = lora.get("type")
-    if lora_type not in LORA_TYPES:
+    if isinstance(lora_type, str) and lora_type not in LORA_TYPES:
         yield Problem(
             key=f"{section}.type",
             message="is not a known adapter type",
