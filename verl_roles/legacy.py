@@ -285,7 +285,15 @@ def _leaves(value: object, prefix: str) -> Iterator[tuple[str, object]]:
 
 def _legacy_keys_in(cfg: DictConfig) -> Iterator[tuple[LegacyKey, str, object]]:
     """``(entry, old key, unresolved value)`` for every legacy leaf present in ``cfg``."""
+    # Runs on every compose: look each parent section up once and test key membership only.
+    parents: dict[str, object] = {}
     for entry in LEGACY_KEYS:
+        parent_key, _, leaf = entry.old.rpartition(".")
+        if parent_key not in parents:
+            parents[parent_key] = OmegaConf.select(cfg, parent_key, default=None)
+        parent = parents[parent_key]
+        if not isinstance(parent, DictConfig) or leaf not in parent:
+            continue
         value = _raw(cfg, entry.old)
         if value is _ABSENT:
             continue
