@@ -53,6 +53,17 @@ def test_command_line_override_is_the_last_step():
     assert sources(explained)[-1] == ("command line `trainer.nnodes=4`", 4)
 
 
+def test_legacy_alias_is_named_in_the_chain():
+    legacy = ["actor_rollout_ref.model.lora_rank=8"]
+    explained = provenance.explain("actor_rollout_ref.model.lora.rank", legacy)
+    assert explained.value == 8
+    assert sources(explained)[-1] == (
+        "command line `actor_rollout_ref.model.lora_rank=8` (legacy key, read as "
+        "`actor_rollout_ref.model.lora.rank=8`)",
+        8,
+    )
+
+
 def test_section_interpolation_is_followed_to_the_key_inside_it():
     explained = provenance.explain("actor_rollout_ref.rollout.mtp.enable")
     (target,) = explained.references

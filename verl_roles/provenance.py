@@ -21,6 +21,7 @@ from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.hydra_context import compose_raw, isolated_hydra
 from verl_roles.hydra_errors import LIBRARY_ERRORS, CommandLine, KeyKnowledge, raise_translated
+from verl_roles.legacy import migrate_overrides
 from verl_roles.pipeline import PRIMARY_CONFIG
 
 _REFERENCE = re.compile(r"\$\{([^${}:]+)\}")
@@ -67,6 +68,10 @@ def explain_many(
     keys: Sequence[str], overrides: Sequence[str] = (), config_name: str = PRIMARY_CONFIG
 ) -> list[Explanation]:
     """:func:`explain` for several keys of one composition (the files are loaded once)."""
+    # Legacy keys are read as their current keys before composing, as the main job does; the
+    # chain names the legacy spelling the user typed.
+    overrides, translations = migrate_overrides(overrides)
+    aliases = {t.new_token: t.old_token for t in translations}
     command = CommandLine(config_name, list(overrides))
     try:
         composed = compose_raw(config_name, overrides)
@@ -82,13 +87,13 @@ def explain_many(
             fix = f"did you mean `{guess}`?" if guess else "check the spelling"
             problems.append(Problem(key=key, message="is not a key of the composed config", fix=fix))
         raise ConfigError(problems)
-    return [_explain(key, composed, layers, command, seen=set()) for key in keys]
+    return [_explain(key, composed, layers, command, aliases, seen=set()) for key in keys]
 
 
 def _explain(key: str, composed: DictConfig, layers: list[tuple[str, DictConfig]], command: CommandLine,
-             seen: set[str]) -> Explanation:
+             aliases: dict[str, str], seen: set[str]) -> Explanation:
     steps = [Step(source, raw) for source, cfg in layers if (raw := _raw_at(cfg, key)) is not _ABSENT]
-    steps += _command_line_steps(key, command)
+    steps += _command_line_steps(key, command, aliases)
     raw = _raw_at(composed, key)
     try:
         value = OmegaConf.select(composed, key, throw_on_missing=False)
@@ -98,7 +103,9 @@ def _explain(key: str, composed: DictConfig, layers: list[tuple[str, DictConfig]
     if key not in seen:
         for target in _references(composed, key):
             if _raw_at(composed, target) is not _ABSENT:
-                explanation.references.append(_explain(target, composed, layers, command, seen | {key}))
+                explanation.references.append(
+                    _explain(target, composed, layers, command, aliases, seen | {key})
+                )
     return explanation
 
 
@@ -152,19 +159,23 @@ def _describe(config_path: str, package: str | None) -> str:
     return f"{where} ({how + ', ' if how else ''}{mounted})"
 
 
-def _command_line_steps(key: str, command: CommandLine) -> list[Step]:
+def _command_line_steps(key: str, command: CommandLine, aliases: dict[str, str]) -> list[Step]:
     steps = []
     for override in command.parsed:
         target = override.key_or_group
         if override.type == OverrideType.DEL or not (key == target or key.startswith(target + ".")):
             continue
+        typed = override.input_line
+        source = f"command line `{typed}`"
+        if typed in aliases:
+            source = f"command line `{aliases[typed]}` (legacy key, read as `{typed}`)"
         if override.is_sweep_override():
-            steps.append(Step(f"command line `{override.input_line}` (a sweep)", override.value()))
+            steps.append(Step(f"{source} (a sweep)", override.value()))
             continue
         value = OmegaConf.create({"v": override.value()})
         raw = _raw_at(value, "v" + key[len(target):])
         if raw is not _ABSENT:
-            steps.append(Step(f"command line `{override.input_line}`", raw))
+            steps.append(Step(source, raw))
     return steps
 
 
