@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("verl_roles.diff", "the resolved keys that differ between two compositions: diff [A] -- [B]"),
     "migrate": ("verl_roles.migrate", "print the modern equivalent of a legacy command line"),
     "explain": ("verl_roles.provenance", "a key's value and every file, role and override that set it"),
+    "export-slime": ("verl_roles.slime", "a config's per-role differences as slime's per-role YAML"),
 }
 
 USAGE = "usage: verl-roles COMMAND [ARGS...]   (verl-roles COMMAND --help for a command's usage)"

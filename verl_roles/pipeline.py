@@ -6,13 +6,14 @@ Hydra does the composing; :func:`finalize` runs the remaining steps on its resul
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
 from verl_roles import legacy, validate
 from verl_roles.notices import ConfigDeprecationWarning, warn
 from verl_roles.resolution import resolve_in_place
+from verl_roles.roles import RoleSources, apply_roles
 
 PRIMARY_CONFIG = "ppo_trainer"
 
@@ -43,18 +44,27 @@ def resolve(cfg: DictConfig) -> DictConfig:
 
 
 def finalize(
-    cfg: DictConfig, *, config_name: str = PRIMARY_CONFIG, overrides: Sequence[str] = ()
+    cfg: DictConfig,
+    *,
+    config_name: str = PRIMARY_CONFIG,
+    overrides: Sequence[str] = (),
+    choices: Mapping[str, str | None] | None = None,
 ) -> DictConfig:
     """Run every step after composition and return the resolved, validated, read-only config.
 
     Works on ``cfg`` itself (a freshly composed config nobody else holds): no copy is made.
     ``overrides`` are the command-line overrides the config was composed with (already translated
     by :func:`verl_roles.legacy.translate_overrides`); legacy keys found in config files yield to them.
+    ``choices`` are the chosen option of each config group (derived from ``overrides`` when not
+    given); the roles step needs both to tell per-role command-line keys from config-file values.
     """
     check_config_name(config_name)
     legacy.normalize_config(cfg, overrides)
+    # Roles work on the unresolved config, so a value set on a role reaches what follows it (the
+    # reference follows the actor's layout).
+    role_problems = apply_roles(cfg, RoleSources.from_command_line(overrides, choices))
     # Rules read the resolved config: plain values are much cheaper to read than interpolations,
     # and nothing is written before finalize returns, so a problem still stops the run first.
     resolved = resolve(cfg)
-    validate.validate(resolved)
+    validate.validate(resolved, extra=role_problems)
     return resolved

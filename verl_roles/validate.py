@@ -31,9 +31,10 @@ def collect_problems(cfg: DictConfig) -> list[Problem]:
     return problems
 
 
-def validate(cfg: DictConfig) -> None:
-    """Raise :class:`ConfigError` listing every problem, or return when the config is valid."""
-    problems = collect_problems(cfg)
+def validate(cfg: DictConfig, extra: Iterable[Problem] = ()) -> None:
+    """Raise :class:`ConfigError` listing every problem (``extra`` ones found by earlier steps first),
+    or return when the config is valid."""
+    problems = [*extra, *collect_problems(cfg)]
     if problems:
         raise ConfigError(problems)
 

@@ -1,0 +1,231 @@
+"""Per-role settings: the engine baseline, the role groups, resources, topology and critic-less algorithms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+import verl_roles
+from conftest import assert_user_error, run
+from verl_roles.main import main as run_main
+
+MEGATRON = "model_engine=megatron"
+ROLE_BLOCKS = {
+    "megatron": ("actor_rollout_ref.actor.megatron", "actor_rollout_ref.ref.megatron", "critic.megatron"),
+    "fsdp": ("actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.ref.fsdp_config", "critic.fsdp"),
+}
+
+
+def plain(cfg, key):
+    return OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True)
+
+
+def main_in_process(args: list[str], capsys) -> tuple[int, str]:
+    """The main job as typed, run in this process (the same code path as the console, much faster)."""
+    code = run_main(args)
+    captured = capsys.readouterr()
+    output = captured.out + captured.err
+    assert "Traceback" not in output
+    return code, output
+
+
+def write_option(config_dir: Path, role: str, name: str, text: str) -> None:
+    path = config_dir / "role" / role / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The common baseline.
+
+
+@pytest.mark.parametrize(
+    ("engine", "baseline", "shared", "only_critic"),
+    [
+        (MEGATRON, "megatron",
+         {"tensor_model_parallel_size": 2, "override_transformer_config.recompute_granularity": "full"},
+         {"param_offload": True}),
+        ("model_engine=dp", "fsdp", {"ulysses_sequence_parallel_size": 2, "seed": 7}, {"param_offload": True}),
+    ],
+)
+def test_baseline_reaches_every_role_and_role_overrides_change_one(engine, baseline, shared, only_critic):
+    actor_block, ref_block, critic_block = ROLE_BLOCKS[baseline]
+    overrides = [engine]
+    overrides += [f"{baseline}.{key}={value}" for key, value in shared.items()]
+    overrides += [f"{critic_block}.{key}={value}" for key, value in only_critic.items()]
+    cfg = verl_roles.compose(overrides)
+    for key, value in shared.items():
+        for block in (baseline, actor_block, ref_block, critic_block):
+            assert OmegaConf.select(cfg, f"{block}.{key}") == value, (block, key)
+    for key, value in only_critic.items():
+        assert OmegaConf.select(cfg, f"{critic_block}.{key}") == value
+        for block in (baseline, actor_block, ref_block):
+            assert OmegaConf.select(cfg, f"{block}.{key}") != value, (block, key)
+    # A role with no overrides inherits the baseline unchanged, leaf for leaf.
+    assert plain(cfg, actor_block) == plain(cfg, baseline)
+
+
+def test_ref_follows_actor_parallel_layout():
+    cfg = verl_roles.compose([MEGATRON, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4",
+                              "actor_critic_same_topology=false"])
+    assert cfg.actor_rollout_ref.ref.megatron.tensor_model_parallel_size == 4
+    assert cfg.critic.megatron.tensor_model_parallel_size == 1
+
+
+# ---------------------------------------------------------------------------------------------------
+# Role groups, including a user's own options from --config-dir.
+
+
+def test_user_role_option_from_config_dir(tmp_path: Path):
+    confdir = tmp_path / "myconf"
+    write_option(confdir, "critic", "high_lr",
+                 "# @package critic\noptim:\n  lr: 3.0e-05\nmegatron:\n  param_offload: true\n")
+    write_option(confdir, "actor", "offload", "# @package actor_rollout_ref.actor\nmegatron:\n  grad_offload: true\n")
+    result = run(["--config-dir", str(confdir), MEGATRON, "role/critic=high_lr", "role/actor=offload",
+                  "hydra.run.dir=out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    critic = OmegaConf.load(tmp_path / "out/roles/critic.yaml")
+    actor = OmegaConf.load(tmp_path / "out/roles/actor.yaml")
+    assert critic.optim.lr == 3e-05 and critic.megatron.param_offload is True
+    assert actor.optim.lr == 1e-06 and actor.megatron.param_offload is False
+    assert actor.megatron.grad_offload is True and critic.megatron.grad_offload is False
+
+
+def test_option_file_without_package_header_is_an_error(tmp_path: Path, capsys):
+    confdir = tmp_path / "myconf"
+    write_option(confdir, "critic", "nohdr", "optim:\n  lr: 3.0e-05\n")
+    code, output = main_in_process(["--config-dir", str(confdir), "role/critic=nohdr",
+                                    f"hydra.run.dir={tmp_path / 'out'}"], capsys)
+    assert code == 2
+    for phrase in ("role/critic=nohdr", "`role.critic`", "# @package critic", "role/critic/nohdr.yaml"):
+        assert phrase in output, output
+    assert not (tmp_path / "out/resolved.yaml").exists()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Resources never come from a role.
+
+
+def test_resources_in_role_option_are_ignored_with_warning(tmp_path: Path, capsys):
+    confdir = tmp_path / "myconf"
+    write_option(confdir, "critic", "placed", "# @package critic\nnum_nodes: 2\nnum_gpus_per_node: 4\n")
+    out = tmp_path / "out"
+    code, output = main_in_process(["--config-dir", str(confdir), "role/critic=placed", f"hydra.run.dir={out}"],
+                                   capsys)
+    assert code == 0, output
+    assert "verl_roles warning" in output
+    assert "critic.num_nodes=2" in output and "critic.num_gpus_per_node=4" in output
+    assert "trainer.nnodes" in output
+    critic = OmegaConf.load(out / "roles/critic.yaml")
+    assert "num_nodes" not in critic and "num_gpus_per_node" not in critic
+    assert "num_nodes" not in OmegaConf.load(out / "resolved.yaml").critic
+
+
+def test_resources_on_command_line_are_ignored_with_warning():
+    with pytest.warns(verl_roles.ConfigWarning, match=r"actor_rollout_ref\.actor\.num_gpus_per_node=4.*command line"):
+        cfg = verl_roles.compose(["+actor_rollout_ref.actor.num_gpus_per_node=4"])
+    assert "num_gpus_per_node" not in cfg.actor_rollout_ref.actor
+    assert cfg.trainer.n_gpus_per_node == 8
+
+
+# ---------------------------------------------------------------------------------------------------
+# Topology: actor and critic share one parallel layout under Megatron.
+
+
+# The critic differs in every topology key; the stock actor has sizes 1 (expert tensor parallel unset,
+# i.e. the tensor parallel size) and sequence_parallel on.
+TOPOLOGY_CASES = {
+    "tensor_model_parallel_size": (1, 2),
+    "pipeline_model_parallel_size": (1, 2),
+    "context_parallel_size": (1, 2),
+    "expert_model_parallel_size": (1, 4),
+    "expert_tensor_parallel_size": (1, 8),
+    "sequence_parallel": (True, False),
+}
+
+
+def test_topology_mismatch_names_every_differing_key_with_both_values():
+    overrides = [f"critic.megatron.{key}={critic}" for key, (_, critic) in TOPOLOGY_CASES.items()]
+    with pytest.raises(verl_roles.ConfigError) as info:
+        verl_roles.compose([MEGATRON, *overrides])
+    problems = {problem.key: problem.render() for problem in info.value.problems}
+    assert list(problems) == [f"critic.megatron.{key}" for key in TOPOLOGY_CASES]
+    for key, (actor, critic) in TOPOLOGY_CASES.items():
+        text = problems[f"critic.megatron.{key}"]
+        assert f"actor_rollout_ref.actor.megatron.{key}={actor}" in text
+        assert f"critic.megatron.{key}={critic}" in text
+        assert f"megatron.{key}=" in text and "actor_critic_same_topology=false" in text
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["actor_critic_same_topology=false", "critic.megatron.tensor_model_parallel_size=2"],
+        ["critic.megatron.tensor_model_parallel_size=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"],
+        ["megatron.tensor_model_parallel_size=2", "critic.megatron.expert_tensor_parallel_size=2"],
+    ],
+    ids=["switched-off", "same-per-role", "unset-etp-equals-tp"],
+)
+def test_topology_rule_passes(overrides):
+    verl_roles.compose([MEGATRON, *overrides])
+
+
+def test_topology_setting_has_no_effect_under_dp():
+    cfg = verl_roles.compose(["critic.fsdp.ulysses_sequence_parallel_size=2"])
+    assert cfg.actor_critic_same_topology is True
+    assert cfg.critic.fsdp.ulysses_sequence_parallel_size == 2
+
+
+def test_topology_mismatch_writes_nothing(tmp_path: Path, capsys):
+    out = tmp_path / "out"
+    code, output = main_in_process([MEGATRON, "critic.megatron.tensor_model_parallel_size=2",
+                                    f"hydra.run.dir={out}"], capsys)
+    assert code == 2
+    assert "critic.megatron.tensor_model_parallel_size" in output and "actor_critic_same_topology=false" in output
+    assert not (out / "resolved.yaml").exists()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Critic overrides need a critic.
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "reinforce_plus_plus"])
+def test_critic_override_without_critic_is_an_error(estimator):
+    with pytest.raises(verl_roles.ConfigError) as info:
+        verl_roles.compose([f"algorithm.adv_estimator={estimator}", "critic.optim.lr=1e-4"])
+    (problem,) = info.value.problems
+    assert problem.key == "critic.optim.lr"
+    assert f"algorithm.adv_estimator={estimator}" in problem.render()
+    assert "critic.enable=true" in problem.fix
+
+
+def test_critic_disabled_by_switch_refuses_overrides():
+    with pytest.raises(verl_roles.ConfigError, match=r"critic\.enable=False"):
+        verl_roles.compose(["critic.enable=false", "critic.megatron.param_offload=true", MEGATRON])
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["algorithm.adv_estimator=grpo", "critic.enable=true", "critic.optim.lr=1e-4"],
+        ["algorithm.adv_estimator=grpo", "critic.enable=false", "role/critic=default", "role/actor=default",
+         "actor_rollout_ref.actor.optim.lr=2e-6", MEGATRON,
+         "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"],
+    ],
+    ids=["critic-forced-on", "actor-overrides-switch-and-default-options"],
+)
+def test_critic_less_algorithm_accepts(overrides):
+    verl_roles.compose(overrides)
+
+
+def test_user_critic_option_without_critic_is_an_error(tmp_path: Path, capsys):
+    confdir = tmp_path / "myconf"
+    write_option(confdir, "critic", "high_lr", "# @package critic\noptim:\n  lr: 3.0e-05\n")
+    code, output = main_in_process(["--config-dir", str(confdir), "role/critic=high_lr",
+                                    "algorithm.adv_estimator=grpo", f"hydra.run.dir={tmp_path / 'out'}"], capsys)
+    assert code == 2
+    assert "role/critic: option 'high_lr' overrides the critic" in output
+    assert "algorithm.adv_estimator=grpo" in output
+    assert not (tmp_path / "out/resolved.yaml").exists()

@@ -1,0 +1,277 @@
+"""Apply roles: the step between composition and validation that settles what each role gets.
+
+Precedence, lowest first (the README's "Per-role settings" section says the same):
+
+1. the engine baseline, top-level ``megatron.*`` / ``fsdp.*`` (from the engine files or the command
+   line), which every role's block follows leaf by leaf;
+2. the ``role/actor`` and ``role/critic`` group options;
+3. the slime file named by ``megatron_config_path`` (slime: role YAML on top of the common baseline);
+4. per-role keys typed on the command line (``critic.optim.lr=2e-5``): the command line has the last
+   word, so a sweep over a role key works with a slime file too (a warning names each file value it
+   replaces).
+
+This step also drops resource keys from roles (placement follows ``trainer.*``), refuses critic
+overrides when the algorithm trains no critic, and catches a role option file without its package
+header. The actor/critic topology rule is a validation rule registered here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, open_dict
+
+from verl_roles import slime
+from verl_roles.errors import ConfigError, Problem
+from verl_roles.notices import warn
+from verl_roles.output import ROLE_SECTIONS
+from verl_roles.validate import rule
+
+# The roles that have a config group of per-role options: role name -> group name.
+ROLE_GROUPS: dict[str, str] = {"actor": "role/actor", "critic": "role/critic"}
+
+# Top-level key naming a slime per-role YAML file.
+SLIME_PATH_KEY = "megatron_config_path"
+
+# Top-level switch of the actor/critic topology rule.
+TOPOLOGY_SETTING = "actor_critic_same_topology"
+
+# Megatron parallel settings that must agree between actor and critic when they share a placement.
+TOPOLOGY_KEYS: tuple[str, ...] = (
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "context_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+    "sequence_parallel",
+)
+
+# The one command-line key under `critic` that is a switch, not a critic override.
+CRITIC_SWITCH = "critic.enable"
+
+
+@dataclass(frozen=True)
+class RoleSources:
+    """What the user asked for besides config files: the command-line overrides and group choices."""
+
+    overrides: tuple[str, ...] = ()
+    choices: Mapping[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def from_command_line(
+        cls, overrides: Sequence[str], choices: Mapping[str, str | None] | None = None
+    ) -> RoleSources:
+        """Sources of a run; ``choices`` (Hydra's runtime choices) default to the group overrides typed."""
+        overrides = tuple(overrides)
+        if choices is None:
+            choices = {override_key(o): o.split("=", 1)[1] for o in overrides if "/" in override_key(o)}
+        return cls(overrides=overrides, choices=dict(choices))
+
+    def cli_keys(self) -> list[str]:
+        """The dotted config keys the command line sets (group overrides such as `role/critic=x` excluded)."""
+        keys = (override_key(o) for o in self.overrides if "=" in o or o.startswith("~"))
+        return [key for key in keys if key and "/" not in key]
+
+    def cli_value(self, key: str) -> str:
+        for override in self.overrides:
+            if override_key(override) == key and "=" in override:
+                return override.split("=", 1)[1]
+        return ""
+
+
+def override_key(override: str) -> str:
+    """The key of a Hydra override string: `+critic.x=1` -> `critic.x`, `~critic.x` -> `critic.x`."""
+    key = override.split("=", 1)[0].strip()
+    return key.lstrip("~+").split("@", 1)[0]
+
+
+def critic_in_use(cfg: DictConfig) -> bool:
+    """verl's rule: ``critic.enable`` decides when set; otherwise only the GAE estimator trains a critic."""
+    enable = cfg.critic.get("enable")
+    if enable is not None:
+        return bool(enable)
+    return cfg.algorithm.adv_estimator == "gae"
+
+
+def apply_roles(cfg: DictConfig, sources: RoleSources) -> list[Problem]:
+    """Apply the per-role settings to ``cfg`` in place.
+
+    Mistakes that make the rest meaningless (a role option without its package header, any mistake
+    in the slime file) raise :class:`ConfigError` before ``cfg`` changes. Problems that are only
+    reported (critic overrides the algorithm would never use) are returned, to be reported together
+    with the validation rules.
+    """
+    _check_misplaced_role_node(cfg, sources)
+    path = cfg.get(SLIME_PATH_KEY)
+    entries = _read_slime(cfg, path) if path is not None else []
+    _drop_role_resources(cfg, sources)
+    for entry in entries:
+        if entry.ignored:
+            warn(f"{entry.label(path)} sets {', '.join(entry.ignored)}; ignored: a role does not choose its "
+                 "resources, they follow trainer.nnodes and trainer.n_gpus_per_node. Remove the key(s).")
+    _apply_slime(cfg, path, entries, sources)
+    return list(_critic_override_problems(cfg, path, entries, sources))
+
+
+def _check_misplaced_role_node(cfg: DictConfig, sources: RoleSources) -> None:
+    """An option file without ``# @package <section>`` lands at top-level ``role.<name>`` (Hydra's
+    default package for a group); nothing would read it there, so say which header line is missing."""
+    if "role" not in cfg:
+        return
+    problems = []
+    for name, node in cfg.role.items():
+        group = f"role/{name}"
+        section = ROLE_SECTIONS.get(str(name))
+        keys = ", ".join(str(k) for k in node) if isinstance(node, DictConfig) else repr(node)
+        if section is None or group not in ROLE_GROUPS.values():
+            problems.append(Problem(
+                key=f"role.{name}", message=f"top-level `role.{name}` ({keys}) is not a role of this config",
+                fix=f"per-role options live in the groups {', '.join(ROLE_GROUPS.values())}",
+            ))
+            continue
+        option = sources.choices.get(group) or "NAME"
+        problems.append(Problem(
+            key=f"role.{name}",
+            message=(f"the keys of option {group}={option} ({keys}) landed under a top-level `role.{name}` node "
+                     f"instead of in `{section}`: the option file has no package header, so nothing would "
+                     "read them"),
+            fix=f"make `# @package {section}` the first line of {group}/{option}.yaml in your --config-dir",
+        ))
+    raise ConfigError(problems)
+
+
+def _read_slime(cfg: DictConfig, path: Any) -> list[slime.RoleEntry]:
+    if not isinstance(path, str) or not path.strip():
+        raise ConfigError([Problem(key=SLIME_PATH_KEY, message="must be the path of a YAML file or null",
+                                   value=path, show_value=True)])
+    if cfg.model_engine != "megatron":
+        raise ConfigError([Problem(
+            key=SLIME_PATH_KEY,
+            message=f"a slime per-role file holds Megatron settings, but model_engine={cfg.model_engine}",
+            fix=f"add model_engine=megatron, or drop {SLIME_PATH_KEY}",
+        )])
+    return slime.read_slime_file(path)
+
+
+def _origin(sources: RoleSources, role: str, key: str) -> str:
+    if key in sources.cli_keys():
+        return "the command line"
+    option = sources.choices.get(ROLE_GROUPS[role])
+    if option:
+        return f"{ROLE_GROUPS[role]}={option} or the config files"
+    return "the config files"
+
+
+def _drop_role_resources(cfg: DictConfig, sources: RoleSources) -> None:
+    """``num_nodes`` / ``num_gpus_per_node`` in a role are ignored (with a warning) and removed, so that
+    nothing downstream reads them: resource placement follows ``trainer.*``."""
+    for role in ROLE_GROUPS:
+        section = ROLE_SECTIONS[role]
+        node = _select(cfg, section)
+        found = [key for key in slime.RESOURCE_KEYS if key in node]
+        if not found:
+            continue
+        shown = ", ".join(f"{section}.{key}={node[key]}" for key in found)
+        origins = sorted({_origin(sources, role, f"{section}.{key}") for key in found})
+        warn(f"{shown} (from {' and '.join(origins)}) ignored: a role does not choose its resources, they "
+             "follow trainer.nnodes and trainer.n_gpus_per_node. Remove the key(s) from the role.")
+        with open_dict(node):
+            for key in found:
+                del node[key]
+
+
+def _select(cfg: DictConfig, dotted: str) -> DictConfig:
+    node = cfg
+    for part in dotted.split("."):
+        node = node[part]
+    return node
+
+
+def _cli_key_covering(sources: RoleSources, path: str) -> str | None:
+    for key in sources.cli_keys():
+        if path == key or path.startswith(key + "."):
+            return key
+    return None
+
+
+def _apply_slime(cfg: DictConfig, path: str, entries: Sequence[slime.RoleEntry], sources: RoleSources) -> None:
+    for entry, name, target, value in slime.role_assignments(entries):
+        covering = _cli_key_covering(sources, target)
+        if covering is not None:
+            warn(f"{target}: the command line ({covering}={sources.cli_value(covering)}) wins over "
+                 f"{entry.label(path)} {name}={value!r}; per-role command-line keys have the last word.")
+            continue
+        slime.set_path(cfg, target, value)
+
+
+def _critic_off_reason(cfg: DictConfig) -> str:
+    enable = cfg.critic.get("enable")
+    if enable is not None:
+        return f"critic.enable={enable}"
+    return f"algorithm.adv_estimator={cfg.algorithm.adv_estimator} trains no critic; only gae does"
+
+
+def _critic_override_problems(
+    cfg: DictConfig, path: str | None, entries: Sequence[slime.RoleEntry], sources: RoleSources
+) -> Iterable[Problem]:
+    if critic_in_use(cfg):
+        return
+    reason = _critic_off_reason(cfg)
+
+    def fix(what: str) -> str:
+        return f"remove {what}, or train a critic with algorithm.adv_estimator=gae (or critic.enable=true)"
+
+    option = sources.choices.get(ROLE_GROUPS["critic"])
+    if option not in (None, "default"):
+        yield Problem(key=ROLE_GROUPS["critic"], message=f"option {option!r} overrides the critic, but the critic "
+                      f"is not used ({reason}), so nothing would apply it", fix=fix(f"role/critic={option}"))
+    for entry in entries:
+        if entry.role == "critic" and entry.values:
+            yield Problem(key=entry.label(str(path)), message=f"overrides the critic ({', '.join(entry.values)}), but "
+                          f"the critic is not used ({reason}), so nothing would apply it",
+                          fix=fix("the critic entry"))
+    for key in sources.cli_keys():
+        if key.startswith("critic.") and key != CRITIC_SWITCH:
+            yield Problem(key=key, message=f"is a critic override on the command line, but the critic is not used "
+                          f"({reason}), so nothing would apply it", fix=fix("the override"))
+
+
+def _effective(block: DictConfig, key: str) -> Any:
+    value = block.get(key)
+    if key == "expert_tensor_parallel_size" and value is None:
+        # Megatron uses the tensor parallel size inside experts when this is unset.
+        return block.get("tensor_model_parallel_size")
+    return value
+
+
+@rule
+def actor_and_critic_share_topology(cfg: DictConfig) -> Iterable[Problem]:
+    """PPO with a shared placement (``actor_critic_same_topology: true``, the default): the actor and the
+    critic must use the same Megatron parallel topology. Megatron only; under dp the setting has no
+    effect, because each FSDP role builds its own device mesh (Ulysses sizes may differ)."""
+    setting = cfg.get(TOPOLOGY_SETTING, True)
+    if not isinstance(setting, bool):
+        yield Problem(key=TOPOLOGY_SETTING, message="must be true or false", value=setting, show_value=True)
+        return
+    if not setting or cfg.get("model_engine") != "megatron" or not critic_in_use(cfg):
+        return
+    actor = cfg.actor_rollout_ref.actor.megatron
+    critic = cfg.critic.megatron
+    for key in TOPOLOGY_KEYS:
+        if key == "expert_tensor_parallel_size" and actor.get(key) is None and critic.get(key) is None:
+            # Unset on both sides: it follows the tensor parallel size, which is compared on its own.
+            continue
+        a, c = _effective(actor, key), _effective(critic, key)
+        if a == c:
+            continue
+        yield Problem(
+            key=f"critic.megatron.{key}",
+            message=(f"actor and critic differ: actor_rollout_ref.actor.megatron.{key}={a}, "
+                     f"critic.megatron.{key}={c}; PPO with a shared placement needs one parallel topology "
+                     f"for both ({TOPOLOGY_SETTING}=true)"),
+            fix=(f"give both roles the same value, e.g. megatron.{key}={a} once for every role and no per-role "
+                 f"value, or critic.megatron.{key}={a}; or set {TOPOLOGY_SETTING}=false if your trainer "
+                 "places the critic on its own GPUs"),
+        )

@@ -1,0 +1,524 @@
+"""slime's per-role Megatron YAML (``--megatron-config-path``): read it into role overrides, write it back.
+
+The file format is slime's::
+
+    megatron:
+      - name: default          # optional label
+        role: critic           # required: actor or critic
+        overrides:             # `args` is accepted as an alias
+          lr: 1e-5
+
+Keys are slime/Megatron argparse attribute names. :data:`SLIME_KEYS` is the one table that maps each of
+them to a path inside the role's section (``actor_rollout_ref.actor`` or ``critic``). A value is coerced
+to the type of the target key's default in the config tree, so ``1e-5`` (a string to YAML) is a float
+and a quoted ``"false"`` is False. Every mistake in a file is reported at once, before the file changes
+anything. ``verl-roles export-slime`` writes the reverse: the per-role differences of a composed config.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from verl_roles.errors import ConfigError, Problem
+from verl_roles.output import ROLE_SECTIONS
+
+# Roles a slime file may name, in the order entries are written on export.
+SLIME_ROLES: tuple[str, ...] = ("actor", "critic")
+
+# Fields an entry of the `megatron` list may have.
+ENTRY_FIELDS: tuple[str, ...] = ("name", "role", "overrides", "args")
+
+# Resource keys slime ignores in a role: placement follows the trainer, not the role.
+RESOURCE_KEYS: tuple[str, ...] = ("num_nodes", "num_gpus_per_node")
+
+# Config file holding the default of each group of role-relative paths (the first path component).
+_DEFAULTS_FILES: dict[str, str] = {
+    "optim": "optim/megatron.yaml",
+    "megatron": "engine/megatron.yaml",
+}
+
+
+@dataclass(frozen=True)
+class SlimeKey:
+    """One row of the mapping table: a slime argparse name and where it lands in a role's section.
+
+    ``path`` is relative to the role's section; its first component names the baseline it overrides
+    (``megatron`` -> the top-level ``megatron.*`` baseline, ``optim`` -> the optimizer defaults). The
+    target type is the type of the key's default in the config tree; ``null_type`` gives it for keys
+    whose default is null.
+    """
+
+    name: str
+    path: str
+    null_type: type | None = None
+
+
+# slime argparse name -> role-relative config path. The README prints this table.
+SLIME_KEYS: tuple[SlimeKey, ...] = (
+    # Optimizer and learning-rate schedule.
+    SlimeKey("lr", "optim.lr"),
+    SlimeKey("min_lr", "optim.min_lr"),
+    SlimeKey("lr_decay_style", "optim.lr_decay_style"),
+    SlimeKey("lr_decay_iters", "optim.lr_decay_steps", null_type=int),
+    SlimeKey("lr_warmup_iters", "optim.lr_warmup_steps"),
+    SlimeKey("lr_warmup_fraction", "optim.lr_warmup_steps_ratio"),
+    SlimeKey("lr_warmup_init", "optim.lr_warmup_init"),
+    SlimeKey("lr_wsd_decay_style", "optim.lr_wsd_decay_style"),
+    SlimeKey("lr_wsd_decay_iters", "optim.lr_wsd_decay_steps", null_type=int),
+    SlimeKey("weight_decay", "optim.weight_decay"),
+    SlimeKey("weight_decay_incr_style", "optim.weight_decay_incr_style"),
+    SlimeKey("clip_grad", "optim.clip_grad"),
+    SlimeKey("adam_beta1", "optim.betas.0"),
+    SlimeKey("adam_beta2", "optim.betas.1"),
+    SlimeKey("optimizer", "optim.optimizer"),
+    SlimeKey("use_checkpoint_opt_param_scheduler", "optim.use_checkpoint_opt_param_scheduler"),
+    # Parallel layout.
+    SlimeKey("tensor_model_parallel_size", "megatron.tensor_model_parallel_size"),
+    SlimeKey("pipeline_model_parallel_size", "megatron.pipeline_model_parallel_size"),
+    SlimeKey("virtual_pipeline_model_parallel_size", "megatron.virtual_pipeline_model_parallel_size",
+             null_type=int),
+    SlimeKey("context_parallel_size", "megatron.context_parallel_size"),
+    SlimeKey("expert_model_parallel_size", "megatron.expert_model_parallel_size"),
+    SlimeKey("expert_tensor_parallel_size", "megatron.expert_tensor_parallel_size", null_type=int),
+    SlimeKey("sequence_parallel", "megatron.sequence_parallel"),
+    SlimeKey("use_distributed_optimizer", "megatron.use_distributed_optimizer"),
+    SlimeKey("seed", "megatron.seed"),
+    # Checkpoint loading (verl reads it when megatron.use_dist_checkpointing is true).
+    SlimeKey("load", "megatron.dist_checkpointing_path", null_type=str),
+    # Activation recomputation and attention kernel (Megatron TransformerConfig fields).
+    SlimeKey("recompute_granularity", "megatron.override_transformer_config.recompute_granularity",
+             null_type=str),
+    SlimeKey("recompute_method", "megatron.override_transformer_config.recompute_method", null_type=str),
+    SlimeKey("recompute_num_layers", "megatron.override_transformer_config.recompute_num_layers",
+             null_type=int),
+    SlimeKey("recompute_modules", "megatron.override_transformer_config.recompute_modules"),
+    SlimeKey("attention_backend", "megatron.override_transformer_config.attention_backend"),
+)
+
+KEYS_BY_NAME: dict[str, SlimeKey] = {key.name: key for key in SLIME_KEYS}
+
+# slime names that have no per-role place in verl; the reason is the error message.
+UNSUPPORTED_KEYS: dict[str, str] = {
+    "save": (
+        "verl has no per-role save directory: each role's checkpoint goes to "
+        "trainer.default_local_dir/global_step_<n>/<role>. Remove the key and set "
+        "trainer.default_local_dir=... on the command line"
+    ),
+}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Paths inside a config, including list items (`optim.betas.0`).
+
+
+def get_path(node: Any, path: str) -> Any:
+    """The value at dotted ``path`` below ``node``; list items are addressed by their index."""
+    for part in path.split("."):
+        node = node[int(part)] if isinstance(node, (list, ListConfig)) else node[part]
+    return node
+
+
+def set_path(node: Any, path: str, value: Any) -> None:
+    """Set the value at dotted ``path`` below ``node`` (the parent must exist)."""
+    *parents, last = path.split(".")
+    parent = get_path(node, ".".join(parents)) if parents else node
+    if isinstance(parent, (list, ListConfig)):
+        parent[int(last)] = value
+    else:
+        parent[last] = value
+
+
+@cache
+def _defaults_file(group: str) -> DictConfig:
+    text = resources.files("verl_roles.conf").joinpath(_DEFAULTS_FILES[group]).read_text(encoding="utf-8")
+    return OmegaConf.create(text)
+
+
+def default_value(key: SlimeKey) -> Any:
+    """The default of ``key``'s target in the config tree (the engine or optimizer defaults file)."""
+    group, rest = key.path.split(".", 1)
+    return OmegaConf.to_container(OmegaConf.create({"v": get_path(_defaults_file(group), rest)}))["v"]
+
+
+def target_type(key: SlimeKey) -> type:
+    """The type a value of ``key`` is coerced to: its default's type, or ``null_type`` for null defaults."""
+    default = default_value(key)
+    if default is None:
+        if key.null_type is None:
+            raise AssertionError(f"slime key {key.name}: default is null and no null_type is declared")
+        return key.null_type
+    return type(default)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Coercion.
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+class CoercionError(ValueError):
+    """A value cannot be converted to the target type; the message says what was expected."""
+
+
+def coerce(value: Any, kind: type, nullable: bool) -> Any:
+    """Convert a value read from YAML to ``kind``; strings are parsed, never judged by truthiness."""
+    if value is None or (nullable and isinstance(value, str) and value.strip().lower() in ("null", "none", "~")):
+        if nullable:
+            return None
+        raise CoercionError(f"expected {_type_name(kind)}, not null")
+    if kind is bool:
+        return _to_bool(value)
+    if kind is int:
+        return _to_int(value)
+    if kind is float:
+        return _to_float(value)
+    if kind is str:
+        if isinstance(value, str):
+            return value
+        raise CoercionError("expected a string")
+    if kind is list:
+        return _to_str_list(value)
+    raise AssertionError(f"no coercion for {kind}")
+
+
+def _type_name(kind: type) -> str:
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+            list: "a list of names"}[kind]
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    raise CoercionError("expected true or false")
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise CoercionError("expected an integer, not a boolean")
+    if isinstance(value, int):
+        return value
+    number = value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            try:
+                number = float(value.strip())
+            except ValueError:
+                raise CoercionError("expected an integer") from None
+    if isinstance(number, float) and math.isfinite(number) and number.is_integer():
+        return int(number)
+    raise CoercionError("expected an integer")
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise CoercionError("expected a number, not a boolean")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            pass
+    raise CoercionError("expected a number such as 1e-5")
+
+
+def _to_str_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [part for part in value.replace(",", " ").split() if part]
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    raise CoercionError("expected a list of names, e.g. [core_attn, mlp]")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading a file.
+
+
+@dataclass
+class RoleEntry:
+    """One validated entry of a slime file: the role and its coerced values by slime name."""
+
+    index: int
+    role: str
+    name: str | None
+    values: dict[str, Any] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
+
+    def label(self, path: str) -> str:
+        return f"{path}: megatron[{self.index}] (role {self.role})"
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses a mapping with the same key twice (PyYAML keeps the last)."""
+
+
+def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
+
+
+def _file_problem(path: str, message: str, fix: str = "") -> ConfigError:
+    return ConfigError([Problem(key=f"megatron_config_path={path}", message=message, fix=fix)])
+
+
+def read_slime_file(path: str) -> list[RoleEntry]:
+    """Read and check a slime per-role file; raise :class:`ConfigError` naming every mistake in it."""
+    file = Path(path).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _file_problem(path, f"file not found (looked for {file.resolve()})",
+                            "pass the path of an existing slime YAML file, or megatron_config_path=null") from None
+    except OSError as error:
+        raise _file_problem(path, f"cannot read the file: {error.strerror or error}") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise _file_problem(path, f"YAML syntax error{where}: {problem}", "fix the YAML syntax there") from None
+    if not isinstance(data, dict) or "megatron" not in data:
+        raise _file_problem(
+            path, "has no top-level `megatron` list",
+            "start the file with `megatron:` followed by entries such as `- role: critic` / `  overrides: {lr: 1e-5}`",
+        )
+    extra = sorted(str(key) for key in data if key != "megatron")
+    entries_data = data["megatron"]
+    if entries_data is None:
+        entries_data = []
+    if not isinstance(entries_data, list):
+        raise _file_problem(path, f"`megatron` must be a list of role entries, not {type(entries_data).__name__}",
+                            "write each role as a list item: `- role: critic`")
+    problems: list[Problem] = []
+    if extra:
+        problems.append(Problem(key=f"megatron_config_path={path}",
+                                message=f"unknown top-level key(s) {', '.join(extra)}",
+                                fix="keep only the `megatron` list at the top level"))
+    entries: list[RoleEntry] = []
+    first_index: dict[str, int] = {}
+    for index, raw in enumerate(entries_data):
+        role = raw.get("role") if isinstance(raw, dict) else None
+        if isinstance(role, str) and role in first_index:
+            problems.append(Problem(
+                key=f"{path}: megatron[{index}] (role {role})",
+                message=f"duplicate entry for role {role} (first at megatron[{first_index[role]}])",
+                fix="merge the overrides of both entries into one entry per role",
+            ))
+            continue
+        if isinstance(role, str) and role in SLIME_ROLES:
+            first_index[role] = index
+        entry = _check_entry(path, index, raw, problems)
+        if entry is not None:
+            entries.append(entry)
+    if problems:
+        raise ConfigError(problems)
+    return entries
+
+
+def _check_entry(path: str, index: int, raw: Any, problems: list[Problem]) -> RoleEntry | None:
+    where = f"{path}: megatron[{index}]"
+    if not isinstance(raw, dict):
+        problems.append(Problem(key=where, message=f"an entry must be a mapping, not {type(raw).__name__}",
+                                fix="write `- role: actor|critic` followed by `overrides: {...}`"))
+        return None
+    before = len(problems)
+    for name in raw:
+        if name not in ENTRY_FIELDS:
+            close = difflib.get_close_matches(str(name), ENTRY_FIELDS, n=1)
+            hint = f"did you mean `{close[0]}`? " if close else ""
+            problems.append(Problem(key=where, message=f"unknown field {name!r}",
+                                    fix=f"{hint}an entry has only {', '.join(ENTRY_FIELDS)}"))
+    role = raw.get("role")
+    if role is None:
+        problems.append(Problem(key=where, message="has no `role`",
+                                fix=f"add `role: <{'|'.join(SLIME_ROLES)}>` to the entry"))
+    elif role not in SLIME_ROLES:
+        problems.append(Problem(key=where, message=f"unknown role {role!r}",
+                                fix=f"use one of the supported roles: {', '.join(SLIME_ROLES)}"))
+    label = f"{where} (role {role})" if isinstance(role, str) else where
+    name = raw.get("name")
+    if name is not None and not isinstance(name, str):
+        problems.append(Problem(key=label, message="`name` must be a string", fix="write e.g. `name: default`"))
+    if "overrides" in raw and "args" in raw:
+        problems.append(Problem(key=label, message="has both `overrides` and its alias `args`",
+                                fix="put every key under `overrides`"))
+    block_name = "overrides" if "overrides" in raw or "args" not in raw else "args"
+    block = raw.get(block_name) or {}
+    if not isinstance(block, dict):
+        problems.append(Problem(key=label, message=f"`{block_name}` must be a mapping of argparse names to values",
+                                fix=f"write `{block_name}:` followed by indented `lr: 1e-5` lines"))
+        block = {}
+    entry = RoleEntry(index=index, role=str(role), name=name)
+    for key, value in block.items():
+        _check_value(f"{label} {block_name}.{key}", str(key), value, entry, problems)
+    return entry if len(problems) == before else None
+
+
+def _check_value(where: str, key: str, value: Any, entry: RoleEntry, problems: list[Problem]) -> None:
+    if key in RESOURCE_KEYS:
+        entry.ignored.append(key)
+        return
+    if "-" in key:
+        underscored = key.replace("-", "_").lstrip("_")
+        known = " (a supported key)" if underscored in KEYS_BY_NAME else ""
+        problems.append(Problem(key=where, message="is a command-line flag name; slime keys are argparse "
+                                "attribute names with underscores", fix=f"write `{underscored}`{known}"))
+        return
+    if key in UNSUPPORTED_KEYS:
+        problems.append(Problem(key=where, message="is not supported per role", fix=UNSUPPORTED_KEYS[key]))
+        return
+    spec = KEYS_BY_NAME.get(key)
+    if spec is None:
+        close = difflib.get_close_matches(key, list(KEYS_BY_NAME), n=3)
+        hint = f"did you mean {' or '.join(f'`{c}`' for c in close)}? " if close else ""
+        problems.append(Problem(key=where, message="unknown slime key",
+                                fix=f"{hint}the supported keys are listed in the README (slime per-role YAML)"))
+        return
+    kind = target_type(spec)
+    try:
+        entry.values[key] = coerce(value, kind, nullable=default_value(spec) is None)
+    except CoercionError as error:
+        problems.append(Problem(key=where, message=f"invalid value {value!r}: {error}",
+                                fix=f"write {_type_name(kind)} (it sets {spec.path} of the role)"))
+
+
+def role_assignments(entries: Sequence[RoleEntry]) -> Iterator[tuple[RoleEntry, str, str, Any]]:
+    """(entry, slime name, absolute config path, value) for every value of every entry."""
+    for entry in entries:
+        section = ROLE_SECTIONS[entry.role]
+        for name, value in entry.values.items():
+            yield entry, name, f"{section}.{KEYS_BY_NAME[name].path}", value
+
+
+# ---------------------------------------------------------------------------------------------------
+# Writing a file: the per-role differences of a composed config.
+
+
+def baseline_value(cfg: DictConfig, key: SlimeKey) -> Any:
+    """What a role gets when nothing role-specific sets ``key``: the `megatron.*` baseline of ``cfg``
+    for engine keys, the optimizer defaults for `optim.*` keys."""
+    group, rest = key.path.split(".", 1)
+    if group == "megatron":
+        return _plain(get_path(cfg.megatron, rest))
+    return default_value(key)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(value, resolve=True)
+    return value
+
+
+def role_differences(cfg: DictConfig, roles: Sequence[str] = SLIME_ROLES) -> dict[str, dict[str, Any]]:
+    """Role -> {slime name: value} for every mapped key whose role value differs from the baseline."""
+    out: dict[str, dict[str, Any]] = {}
+    for role in roles:
+        section = OmegaConf.select(cfg, ROLE_SECTIONS[role])
+        diffs = {}
+        for key in SLIME_KEYS:
+            value = _plain(get_path(section, key.path))
+            if value != baseline_value(cfg, key):
+                diffs[key.name] = value
+        if diffs:
+            out[role] = diffs
+    return out
+
+
+def to_slime_yaml(differences: dict[str, dict[str, Any]], header: str = "") -> str:
+    """slime's file format for ``differences``; same input, byte-identical text."""
+    entries = [{"name": "default", "role": role, "overrides": values} for role, values in differences.items()]
+    body = yaml.safe_dump({"megatron": entries}, sort_keys=False, default_flow_style=False)
+    return header + body
+
+
+USAGE = """usage: verl-roles export-slime [-o FILE] [hydra overrides...]
+
+Compose the config with the overrides (model_engine=megatron is required) and write the per-role
+differences (role value != baseline value, for every key of the slime mapping table) as slime's
+--megatron-config-path YAML, to stdout or to FILE. Reading the file back with
+megatron_config_path=FILE over the same baseline gives the same config."""
+
+
+def run(args: list[str]) -> int:
+    """The ``verl-roles export-slime`` command."""
+    from verl_roles.cli_errors import run_reporting_errors
+
+    args = list(args)
+    if any(arg in ("-h", "--help") for arg in args):
+        print(USAGE)
+        return 0
+    output: str | None = None
+    overrides: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg in ("-o", "--output"):
+            output = next(it, None)
+            if output is None:
+                print("verl-roles error: -o needs a file name.\n" + USAGE, file=sys.stderr)
+                return 2
+        elif arg.startswith("--output="):
+            output = arg.split("=", 1)[1]
+        else:
+            overrides.append(arg)
+    return run_reporting_errors(lambda: _export(overrides, output), overrides)
+
+
+def export_slime(overrides: Sequence[str]) -> str:
+    """Compose with ``overrides`` and return the slime YAML of its per-role differences."""
+    from verl_roles.api import compose
+    from verl_roles.roles import critic_in_use
+
+    cfg = compose(overrides)
+    if cfg.model_engine != "megatron":
+        raise ConfigError([Problem(
+            key="model_engine", message=f"export-slime writes Megatron settings, but the engine is {cfg.model_engine}",
+            fix="add model_engine=megatron to the overrides",
+        )])
+    roles = [role for role in SLIME_ROLES if role != "critic" or critic_in_use(cfg)]
+    shown = " ".join(overrides) if overrides else "(no overrides)"
+    header = f"# Per-role Megatron overrides (slime format) exported by verl-roles from: {shown}\n"
+    return to_slime_yaml(role_differences(cfg, roles), header)
+
+
+def _export(overrides: list[str], output: str | None) -> None:
+    text = export_slime(overrides)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from verl_roles.output import write_atomic
+
+    write_atomic(Path(output), text)
+    print(f"verl-roles: wrote {output}", file=sys.stderr)
