@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import run
 from omegaconf import OmegaConf
 
 import verl_roles
-from conftest import assert_user_error, run
 from verl_roles.main import main as run_main
 
 MEGATRON = "model_engine=megatron"
@@ -44,10 +44,18 @@ def write_option(config_dir: Path, role: str, name: str, text: str) -> None:
 @pytest.mark.parametrize(
     ("engine", "baseline", "shared", "only_critic"),
     [
-        (MEGATRON, "megatron",
-         {"tensor_model_parallel_size": 2, "override_transformer_config.recompute_granularity": "full"},
-         {"param_offload": True}),
-        ("model_engine=dp", "fsdp", {"ulysses_sequence_parallel_size": 2, "seed": 7}, {"param_offload": True}),
+        (
+            MEGATRON,
+            "megatron",
+            {"tensor_model_parallel_size": 2, "override_transformer_config.recompute_granularity": "full"},
+            {"param_offload": True},
+        ),
+        (
+            "model_engine=dp",
+            "fsdp",
+            {"ulysses_sequence_parallel_size": 2, "seed": 7},
+            {"param_offload": True},
+        ),
     ],
 )
 def test_baseline_reaches_every_role_and_role_overrides_change_one(engine, baseline, shared, only_critic):
@@ -68,8 +76,13 @@ def test_baseline_reaches_every_role_and_role_overrides_change_one(engine, basel
 
 
 def test_ref_follows_actor_parallel_layout():
-    cfg = verl_roles.compose([MEGATRON, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4",
-                              "actor_critic_same_topology=false"])
+    cfg = verl_roles.compose(
+        [
+            MEGATRON,
+            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4",
+            "actor_critic_same_topology=false",
+        ]
+    )
     assert cfg.actor_rollout_ref.ref.megatron.tensor_model_parallel_size == 4
     assert cfg.critic.megatron.tensor_model_parallel_size == 1
 
@@ -80,11 +93,26 @@ def test_ref_follows_actor_parallel_layout():
 
 def test_user_role_option_from_config_dir(tmp_path: Path):
     confdir = tmp_path / "myconf"
-    write_option(confdir, "critic", "high_lr",
-                 "# @package critic\noptim:\n  lr: 3.0e-05\nmegatron:\n  param_offload: true\n")
-    write_option(confdir, "actor", "offload", "# @package actor_rollout_ref.actor\nmegatron:\n  grad_offload: true\n")
-    result = run(["--config-dir", str(confdir), MEGATRON, "role/critic=high_lr", "role/actor=offload",
-                  "hydra.run.dir=out"], cwd=tmp_path)
+    write_option(
+        confdir,
+        "critic",
+        "high_lr",
+        "# @package critic\noptim:\n  lr: 3.0e-05\nmegatron:\n  param_offload: true\n",
+    )
+    write_option(
+        confdir, "actor", "offload", "# @package actor_rollout_ref.actor\nmegatron:\n  grad_offload: true\n"
+    )
+    result = run(
+        [
+            "--config-dir",
+            str(confdir),
+            MEGATRON,
+            "role/critic=high_lr",
+            "role/actor=offload",
+            "hydra.run.dir=out",
+        ],
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     critic = OmegaConf.load(tmp_path / "out/roles/critic.yaml")
     actor = OmegaConf.load(tmp_path / "out/roles/actor.yaml")
@@ -96,8 +124,9 @@ def test_user_role_option_from_config_dir(tmp_path: Path):
 def test_option_file_without_package_header_is_an_error(tmp_path: Path, capsys):
     confdir = tmp_path / "myconf"
     write_option(confdir, "critic", "nohdr", "optim:\n  lr: 3.0e-05\n")
-    code, output = main_in_process(["--config-dir", str(confdir), "role/critic=nohdr",
-                                    f"hydra.run.dir={tmp_path / 'out'}"], capsys)
+    code, output = main_in_process(
+        ["--config-dir", str(confdir), "role/critic=nohdr", f"hydra.run.dir={tmp_path / 'out'}"], capsys
+    )
     assert code == 2
     for phrase in ("role/critic=nohdr", "`role.critic`", "# @package critic", "role/critic/nohdr.yaml"):
         assert phrase in output, output
@@ -112,8 +141,9 @@ def test_resources_in_role_option_are_ignored_with_warning(tmp_path: Path, capsy
     confdir = tmp_path / "myconf"
     write_option(confdir, "critic", "placed", "# @package critic\nnum_nodes: 2\nnum_gpus_per_node: 4\n")
     out = tmp_path / "out"
-    code, output = main_in_process(["--config-dir", str(confdir), "role/critic=placed", f"hydra.run.dir={out}"],
-                                   capsys)
+    code, output = main_in_process(
+        ["--config-dir", str(confdir), "role/critic=placed", f"hydra.run.dir={out}"], capsys
+    )
     assert code == 0, output
     assert "verl_roles warning" in output
     assert "critic.num_nodes=2" in output and "critic.num_gpus_per_node=4" in output
@@ -124,7 +154,9 @@ def test_resources_in_role_option_are_ignored_with_warning(tmp_path: Path, capsy
 
 
 def test_resources_on_command_line_are_ignored_with_warning():
-    with pytest.warns(verl_roles.ConfigWarning, match=r"actor_rollout_ref\.actor\.num_gpus_per_node=4.*command line"):
+    with pytest.warns(
+        verl_roles.ConfigWarning, match=r"actor_rollout_ref\.actor\.num_gpus_per_node=4.*command line"
+    ):
         cfg = verl_roles.compose(["+actor_rollout_ref.actor.num_gpus_per_node=4"])
     assert "num_gpus_per_node" not in cfg.actor_rollout_ref.actor
     assert cfg.trainer.n_gpus_per_node == 8
@@ -163,7 +195,10 @@ def test_topology_mismatch_names_every_differing_key_with_both_values():
     "overrides",
     [
         ["actor_critic_same_topology=false", "critic.megatron.tensor_model_parallel_size=2"],
-        ["critic.megatron.tensor_model_parallel_size=2", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"],
+        [
+            "critic.megatron.tensor_model_parallel_size=2",
+            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+        ],
         ["megatron.tensor_model_parallel_size=2", "critic.megatron.expert_tensor_parallel_size=2"],
     ],
     ids=["switched-off", "same-per-role", "unset-etp-equals-tp"],
@@ -180,10 +215,14 @@ def test_topology_setting_has_no_effect_under_dp():
 
 def test_topology_mismatch_writes_nothing(tmp_path: Path, capsys):
     out = tmp_path / "out"
-    code, output = main_in_process([MEGATRON, "critic.megatron.tensor_model_parallel_size=2",
-                                    f"hydra.run.dir={out}"], capsys)
+    code, output = main_in_process(
+        [MEGATRON, "critic.megatron.tensor_model_parallel_size=2", f"hydra.run.dir={out}"], capsys
+    )
     assert code == 2
-    assert "critic.megatron.tensor_model_parallel_size" in output and "actor_critic_same_topology=false" in output
+    assert (
+        "critic.megatron.tensor_model_parallel_size" in output
+        and "actor_critic_same_topology=false" in output
+    )
     assert not (out / "resolved.yaml").exists()
 
 
@@ -210,9 +249,15 @@ def test_critic_disabled_by_switch_refuses_overrides():
     "overrides",
     [
         ["algorithm.adv_estimator=grpo", "critic.enable=true", "critic.optim.lr=1e-4"],
-        ["algorithm.adv_estimator=grpo", "critic.enable=false", "role/critic=default", "role/actor=default",
-         "actor_rollout_ref.actor.optim.lr=2e-6", MEGATRON,
-         "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"],
+        [
+            "algorithm.adv_estimator=grpo",
+            "critic.enable=false",
+            "role/critic=default",
+            "role/actor=default",
+            "actor_rollout_ref.actor.optim.lr=2e-6",
+            MEGATRON,
+            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+        ],
     ],
     ids=["critic-forced-on", "actor-overrides-switch-and-default-options"],
 )
@@ -223,8 +268,16 @@ def test_critic_less_algorithm_accepts(overrides):
 def test_user_critic_option_without_critic_is_an_error(tmp_path: Path, capsys):
     confdir = tmp_path / "myconf"
     write_option(confdir, "critic", "high_lr", "# @package critic\noptim:\n  lr: 3.0e-05\n")
-    code, output = main_in_process(["--config-dir", str(confdir), "role/critic=high_lr",
-                                    "algorithm.adv_estimator=grpo", f"hydra.run.dir={tmp_path / 'out'}"], capsys)
+    code, output = main_in_process(
+        [
+            "--config-dir",
+            str(confdir),
+            "role/critic=high_lr",
+            "algorithm.adv_estimator=grpo",
+            f"hydra.run.dir={tmp_path / 'out'}",
+        ],
+        capsys,
+    )
     assert code == 2
     assert "role/critic: option 'high_lr' overrides the critic" in output
     assert "algorithm.adv_estimator=grpo" in output

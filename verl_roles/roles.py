@@ -109,8 +109,10 @@ def apply_roles(cfg: DictConfig, sources: RoleSources) -> list[Problem]:
     _drop_role_resources(cfg, sources)
     for entry in entries:
         if entry.ignored:
-            warn(f"{entry.label(path)} sets {', '.join(entry.ignored)}; ignored: a role does not choose its "
-                 "resources, they follow trainer.nnodes and trainer.n_gpus_per_node. Remove the key(s).")
+            warn(
+                f"{entry.label(path)} sets {', '.join(entry.ignored)}; ignored: a role does not choose its "
+                "resources, they follow trainer.nnodes and trainer.n_gpus_per_node. Remove the key(s)."
+            )
     _apply_slime(cfg, path, entries, sources)
     return list(_critic_override_problems(cfg, path, entries, sources))
 
@@ -126,32 +128,54 @@ def _check_misplaced_role_node(cfg: DictConfig, sources: RoleSources) -> None:
         section = ROLE_SECTIONS.get(str(name))
         keys = ", ".join(str(k) for k in node) if isinstance(node, DictConfig) else repr(node)
         if section is None or group not in ROLE_GROUPS.values():
-            problems.append(Problem(
-                key=f"role.{name}", message=f"top-level `role.{name}` ({keys}) is not a role of this config",
-                fix=f"per-role options live in the groups {', '.join(ROLE_GROUPS.values())}",
-            ))
+            problems.append(
+                Problem(
+                    key=f"role.{name}",
+                    message=f"top-level `role.{name}` ({keys}) is not a role of this config",
+                    fix=f"per-role options live in the groups {', '.join(ROLE_GROUPS.values())}",
+                )
+            )
             continue
         option = sources.choices.get(group) or "NAME"
-        problems.append(Problem(
-            key=f"role.{name}",
-            message=(f"the keys of option {group}={option} ({keys}) landed under a top-level `role.{name}` node "
-                     f"instead of in `{section}`: the option file has no package header, so nothing would "
-                     "read them"),
-            fix=f"make `# @package {section}` the first line of {group}/{option}.yaml in your --config-dir",
-        ))
+        problems.append(
+            Problem(
+                key=f"role.{name}",
+                message=(
+                    f"the keys of option {group}={option} ({keys}) landed under a top-level "
+                    f"`role.{name}` node "
+                    f"instead of in `{section}`: the option file has no package header, so nothing would "
+                    "read them"
+                ),
+                fix=f"make `# @package {section}` the first line of {group}/{option}.yaml "
+                "in your --config-dir",
+            )
+        )
     raise ConfigError(problems)
 
 
 def _read_slime(cfg: DictConfig, path: Any) -> list[slime.RoleEntry]:
     if not isinstance(path, str) or not path.strip():
-        raise ConfigError([Problem(key=SLIME_PATH_KEY, message="must be the path of a YAML file or null",
-                                   value=path, show_value=True)])
+        raise ConfigError(
+            [
+                Problem(
+                    key=SLIME_PATH_KEY,
+                    message="must be the path of a YAML file or null",
+                    value=path,
+                    show_value=True,
+                )
+            ]
+        )
     if cfg.model_engine != "megatron":
-        raise ConfigError([Problem(
-            key=SLIME_PATH_KEY,
-            message=f"a slime per-role file holds Megatron settings, but model_engine={cfg.model_engine}",
-            fix=f"add model_engine=megatron, or drop {SLIME_PATH_KEY}",
-        )])
+        raise ConfigError(
+            [
+                Problem(
+                    key=SLIME_PATH_KEY,
+                    message="a slime per-role file holds Megatron settings, but "
+                    f"model_engine={cfg.model_engine}",
+                    fix=f"add model_engine=megatron, or drop {SLIME_PATH_KEY}",
+                )
+            ]
+        )
     return slime.read_slime_file(path)
 
 
@@ -175,8 +199,10 @@ def _drop_role_resources(cfg: DictConfig, sources: RoleSources) -> None:
             continue
         shown = ", ".join(f"{section}.{key}={node[key]}" for key in found)
         origins = sorted({_origin(sources, role, f"{section}.{key}") for key in found})
-        warn(f"{shown} (from {' and '.join(origins)}) ignored: a role does not choose its resources, they "
-             "follow trainer.nnodes and trainer.n_gpus_per_node. Remove the key(s) from the role.")
+        warn(
+            f"{shown} (from {' and '.join(origins)}) ignored: a role does not choose its resources, they "
+            "follow trainer.nnodes and trainer.n_gpus_per_node. Remove the key(s) from the role."
+        )
         with open_dict(node):
             for key in found:
                 del node[key]
@@ -196,12 +222,16 @@ def _cli_key_covering(sources: RoleSources, path: str) -> str | None:
     return None
 
 
-def _apply_slime(cfg: DictConfig, path: str, entries: Sequence[slime.RoleEntry], sources: RoleSources) -> None:
+def _apply_slime(
+    cfg: DictConfig, path: str, entries: Sequence[slime.RoleEntry], sources: RoleSources
+) -> None:
     for entry, name, target, value in slime.role_assignments(entries):
         covering = _cli_key_covering(sources, target)
         if covering is not None:
-            warn(f"{target}: the command line ({covering}={sources.cli_value(covering)}) wins over "
-                 f"{entry.label(path)} {name}={value!r}; per-role command-line keys have the last word.")
+            warn(
+                f"{target}: the command line ({covering}={sources.cli_value(covering)}) wins over "
+                f"{entry.label(path)} {name}={value!r}; per-role command-line keys have the last word."
+            )
             continue
         slime.set_path(cfg, target, value)
 
@@ -225,17 +255,28 @@ def _critic_override_problems(
 
     option = sources.choices.get(ROLE_GROUPS["critic"])
     if option not in (None, "default"):
-        yield Problem(key=ROLE_GROUPS["critic"], message=f"option {option!r} overrides the critic, but the critic "
-                      f"is not used ({reason}), so nothing would apply it", fix=fix(f"role/critic={option}"))
+        yield Problem(
+            key=ROLE_GROUPS["critic"],
+            message=f"option {option!r} overrides the critic, but the critic "
+            f"is not used ({reason}), so nothing would apply it",
+            fix=fix(f"role/critic={option}"),
+        )
     for entry in entries:
         if entry.role == "critic" and entry.values:
-            yield Problem(key=entry.label(str(path)), message=f"overrides the critic ({', '.join(entry.values)}), but "
-                          f"the critic is not used ({reason}), so nothing would apply it",
-                          fix=fix("the critic entry"))
+            yield Problem(
+                key=entry.label(str(path)),
+                message=f"overrides the critic ({', '.join(entry.values)}), but "
+                f"the critic is not used ({reason}), so nothing would apply it",
+                fix=fix("the critic entry"),
+            )
     for key in sources.cli_keys():
         if key.startswith("critic.") and key != CRITIC_SWITCH:
-            yield Problem(key=key, message=f"is a critic override on the command line, but the critic is not used "
-                          f"({reason}), so nothing would apply it", fix=fix("the override"))
+            yield Problem(
+                key=key,
+                message=f"is a critic override on the command line, but the critic is not used "
+                f"({reason}), so nothing would apply it",
+                fix=fix("the override"),
+            )
 
 
 def _effective(block: DictConfig, key: str) -> Any:
@@ -268,10 +309,15 @@ def actor_and_critic_share_topology(cfg: DictConfig) -> Iterable[Problem]:
             continue
         yield Problem(
             key=f"critic.megatron.{key}",
-            message=(f"actor and critic differ: actor_rollout_ref.actor.megatron.{key}={a}, "
-                     f"critic.megatron.{key}={c}; PPO with a shared placement needs one parallel topology "
-                     f"for both ({TOPOLOGY_SETTING}=true)"),
-            fix=(f"give both roles the same value, e.g. megatron.{key}={a} once for every role and no per-role "
-                 f"value, or critic.megatron.{key}={a}; or set {TOPOLOGY_SETTING}=false if your trainer "
-                 "places the critic on its own GPUs"),
+            message=(
+                f"actor and critic differ: actor_rollout_ref.actor.megatron.{key}={a}, "
+                f"critic.megatron.{key}={c}; PPO with a shared placement needs one parallel topology "
+                f"for both ({TOPOLOGY_SETTING}=true)"
+            ),
+            fix=(
+                f"give both roles the same value, e.g. megatron.{key}={a} once for every role and no "
+                f"per-role "
+                f"value, or critic.megatron.{key}={a}; or set {TOPOLOGY_SETTING}=false if your trainer "
+                "places the critic on its own GPUs"
+            ),
         )

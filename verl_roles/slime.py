@@ -86,8 +86,9 @@ SLIME_KEYS: tuple[SlimeKey, ...] = (
     # Parallel layout.
     SlimeKey("tensor_model_parallel_size", "megatron.tensor_model_parallel_size"),
     SlimeKey("pipeline_model_parallel_size", "megatron.pipeline_model_parallel_size"),
-    SlimeKey("virtual_pipeline_model_parallel_size", "megatron.virtual_pipeline_model_parallel_size",
-             null_type=int),
+    SlimeKey(
+        "virtual_pipeline_model_parallel_size", "megatron.virtual_pipeline_model_parallel_size", null_type=int
+    ),
     SlimeKey("context_parallel_size", "megatron.context_parallel_size"),
     SlimeKey("expert_model_parallel_size", "megatron.expert_model_parallel_size"),
     SlimeKey("expert_tensor_parallel_size", "megatron.expert_tensor_parallel_size", null_type=int),
@@ -97,11 +98,13 @@ SLIME_KEYS: tuple[SlimeKey, ...] = (
     # Checkpoint loading (verl reads it when megatron.use_dist_checkpointing is true).
     SlimeKey("load", "megatron.dist_checkpointing_path", null_type=str),
     # Activation recomputation and attention kernel (Megatron TransformerConfig fields).
-    SlimeKey("recompute_granularity", "megatron.override_transformer_config.recompute_granularity",
-             null_type=str),
+    SlimeKey(
+        "recompute_granularity", "megatron.override_transformer_config.recompute_granularity", null_type=str
+    ),
     SlimeKey("recompute_method", "megatron.override_transformer_config.recompute_method", null_type=str),
-    SlimeKey("recompute_num_layers", "megatron.override_transformer_config.recompute_num_layers",
-             null_type=int),
+    SlimeKey(
+        "recompute_num_layers", "megatron.override_transformer_config.recompute_num_layers", null_type=int
+    ),
     SlimeKey("recompute_modules", "megatron.override_transformer_config.recompute_modules"),
     SlimeKey("attention_backend", "megatron.override_transformer_config.attention_backend"),
 )
@@ -174,7 +177,9 @@ class CoercionError(ValueError):
 
 def coerce(value: Any, kind: type, nullable: bool) -> Any:
     """Convert a value read from YAML to ``kind``; strings are parsed, never judged by truthiness."""
-    if value is None or (nullable and isinstance(value, str) and value.strip().lower() in ("null", "none", "~")):
+    if value is None or (
+        nullable and isinstance(value, str) and value.strip().lower() in ("null", "none", "~")
+    ):
         if nullable:
             return None
         raise CoercionError(f"expected {_type_name(kind)}, not null")
@@ -194,8 +199,13 @@ def coerce(value: Any, kind: type, nullable: bool) -> Any:
 
 
 def _type_name(kind: type) -> str:
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
-            list: "a list of names"}[kind]
+    return {
+        bool: "true or false",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list of names",
+    }[kind]
 
 
 def _to_bool(value: Any) -> bool:
@@ -299,8 +309,11 @@ def read_slime_file(path: str) -> list[RoleEntry]:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise _file_problem(path, f"file not found (looked for {file.resolve()})",
-                            "pass the path of an existing slime YAML file, or megatron_config_path=null") from None
+        raise _file_problem(
+            path,
+            f"file not found (looked for {file.resolve()})",
+            "pass the path of an existing slime YAML file, or megatron_config_path=null",
+        ) from None
     except OSError as error:
         raise _file_problem(path, f"cannot read the file: {error.strerror or error}") from None
     try:
@@ -309,34 +322,47 @@ def read_slime_file(path: str) -> list[RoleEntry]:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error)
-        raise _file_problem(path, f"YAML syntax error{where}: {problem}", "fix the YAML syntax there") from None
+        raise _file_problem(
+            path, f"YAML syntax error{where}: {problem}", "fix the YAML syntax there"
+        ) from None
     if not isinstance(data, dict) or "megatron" not in data:
         raise _file_problem(
-            path, "has no top-level `megatron` list",
-            "start the file with `megatron:` followed by entries such as `- role: critic` / `  overrides: {lr: 1e-5}`",
+            path,
+            "has no top-level `megatron` list",
+            "start the file with `megatron:` followed by entries such as `- role: critic` / "
+            "`  overrides: {lr: 1e-5}`",
         )
     extra = sorted(str(key) for key in data if key != "megatron")
     entries_data = data["megatron"]
     if entries_data is None:
         entries_data = []
     if not isinstance(entries_data, list):
-        raise _file_problem(path, f"`megatron` must be a list of role entries, not {type(entries_data).__name__}",
-                            "write each role as a list item: `- role: critic`")
+        raise _file_problem(
+            path,
+            f"`megatron` must be a list of role entries, not {type(entries_data).__name__}",
+            "write each role as a list item: `- role: critic`",
+        )
     problems: list[Problem] = []
     if extra:
-        problems.append(Problem(key=f"megatron_config_path={path}",
-                                message=f"unknown top-level key(s) {', '.join(extra)}",
-                                fix="keep only the `megatron` list at the top level"))
+        problems.append(
+            Problem(
+                key=f"megatron_config_path={path}",
+                message=f"unknown top-level key(s) {', '.join(extra)}",
+                fix="keep only the `megatron` list at the top level",
+            )
+        )
     entries: list[RoleEntry] = []
     first_index: dict[str, int] = {}
     for index, raw in enumerate(entries_data):
         role = raw.get("role") if isinstance(raw, dict) else None
         if isinstance(role, str) and role in first_index:
-            problems.append(Problem(
-                key=f"{path}: megatron[{index}] (role {role})",
-                message=f"duplicate entry for role {role} (first at megatron[{first_index[role]}])",
-                fix="merge the overrides of both entries into one entry per role",
-            ))
+            problems.append(
+                Problem(
+                    key=f"{path}: megatron[{index}] (role {role})",
+                    message=f"duplicate entry for role {role} (first at megatron[{first_index[role]}])",
+                    fix="merge the overrides of both entries into one entry per role",
+                )
+            )
             continue
         if isinstance(role, str) and role in SLIME_ROLES:
             first_index[role] = index
@@ -351,35 +377,65 @@ def read_slime_file(path: str) -> list[RoleEntry]:
 def _check_entry(path: str, index: int, raw: Any, problems: list[Problem]) -> RoleEntry | None:
     where = f"{path}: megatron[{index}]"
     if not isinstance(raw, dict):
-        problems.append(Problem(key=where, message=f"an entry must be a mapping, not {type(raw).__name__}",
-                                fix="write `- role: actor|critic` followed by `overrides: {...}`"))
+        problems.append(
+            Problem(
+                key=where,
+                message=f"an entry must be a mapping, not {type(raw).__name__}",
+                fix="write `- role: actor|critic` followed by `overrides: {...}`",
+            )
+        )
         return None
     before = len(problems)
     for name in raw:
         if name not in ENTRY_FIELDS:
             close = difflib.get_close_matches(str(name), ENTRY_FIELDS, n=1)
             hint = f"did you mean `{close[0]}`? " if close else ""
-            problems.append(Problem(key=where, message=f"unknown field {name!r}",
-                                    fix=f"{hint}an entry has only {', '.join(ENTRY_FIELDS)}"))
+            problems.append(
+                Problem(
+                    key=where,
+                    message=f"unknown field {name!r}",
+                    fix=f"{hint}an entry has only {', '.join(ENTRY_FIELDS)}",
+                )
+            )
     role = raw.get("role")
     if role is None:
-        problems.append(Problem(key=where, message="has no `role`",
-                                fix=f"add `role: <{'|'.join(SLIME_ROLES)}>` to the entry"))
+        problems.append(
+            Problem(
+                key=where, message="has no `role`", fix=f"add `role: <{'|'.join(SLIME_ROLES)}>` to the entry"
+            )
+        )
     elif role not in SLIME_ROLES:
-        problems.append(Problem(key=where, message=f"unknown role {role!r}",
-                                fix=f"use one of the supported roles: {', '.join(SLIME_ROLES)}"))
+        problems.append(
+            Problem(
+                key=where,
+                message=f"unknown role {role!r}",
+                fix=f"use one of the supported roles: {', '.join(SLIME_ROLES)}",
+            )
+        )
     label = f"{where} (role {role})" if isinstance(role, str) else where
     name = raw.get("name")
     if name is not None and not isinstance(name, str):
-        problems.append(Problem(key=label, message="`name` must be a string", fix="write e.g. `name: default`"))
+        problems.append(
+            Problem(key=label, message="`name` must be a string", fix="write e.g. `name: default`")
+        )
     if "overrides" in raw and "args" in raw:
-        problems.append(Problem(key=label, message="has both `overrides` and its alias `args`",
-                                fix="put every key under `overrides`"))
+        problems.append(
+            Problem(
+                key=label,
+                message="has both `overrides` and its alias `args`",
+                fix="put every key under `overrides`",
+            )
+        )
     block_name = "overrides" if "overrides" in raw or "args" not in raw else "args"
     block = raw.get(block_name) or {}
     if not isinstance(block, dict):
-        problems.append(Problem(key=label, message=f"`{block_name}` must be a mapping of argparse names to values",
-                                fix=f"write `{block_name}:` followed by indented `lr: 1e-5` lines"))
+        problems.append(
+            Problem(
+                key=label,
+                message=f"`{block_name}` must be a mapping of argparse names to values",
+                fix=f"write `{block_name}:` followed by indented `lr: 1e-5` lines",
+            )
+        )
         block = {}
     entry = RoleEntry(index=index, role=str(role), name=name)
     for key, value in block.items():
@@ -394,8 +450,14 @@ def _check_value(where: str, key: str, value: Any, entry: RoleEntry, problems: l
     if "-" in key:
         underscored = key.replace("-", "_").lstrip("_")
         known = " (a supported key)" if underscored in KEYS_BY_NAME else ""
-        problems.append(Problem(key=where, message="is a command-line flag name; slime keys are argparse "
-                                "attribute names with underscores", fix=f"write `{underscored}`{known}"))
+        problems.append(
+            Problem(
+                key=where,
+                message="is a command-line flag name; slime keys are argparse "
+                "attribute names with underscores",
+                fix=f"write `{underscored}`{known}",
+            )
+        )
         return
     if key in UNSUPPORTED_KEYS:
         problems.append(Problem(key=where, message="is not supported per role", fix=UNSUPPORTED_KEYS[key]))
@@ -404,15 +466,25 @@ def _check_value(where: str, key: str, value: Any, entry: RoleEntry, problems: l
     if spec is None:
         close = difflib.get_close_matches(key, list(KEYS_BY_NAME), n=3)
         hint = f"did you mean {' or '.join(f'`{c}`' for c in close)}? " if close else ""
-        problems.append(Problem(key=where, message="unknown slime key",
-                                fix=f"{hint}the supported keys are listed in the README (slime per-role YAML)"))
+        problems.append(
+            Problem(
+                key=where,
+                message="unknown slime key",
+                fix=f"{hint}the supported keys are listed in the README (slime per-role YAML)",
+            )
+        )
         return
     kind = target_type(spec)
     try:
         entry.values[key] = coerce(value, kind, nullable=default_value(spec) is None)
     except CoercionError as error:
-        problems.append(Problem(key=where, message=f"invalid value {value!r}: {error}",
-                                fix=f"write {_type_name(kind)} (it sets {spec.path} of the role)"))
+        problems.append(
+            Problem(
+                key=where,
+                message=f"invalid value {value!r}: {error}",
+                fix=f"write {_type_name(kind)} (it sets {spec.path} of the role)",
+            )
+        )
 
 
 def role_assignments(entries: Sequence[RoleEntry]) -> Iterator[tuple[RoleEntry, str, str, Any]]:
@@ -503,10 +575,15 @@ def export_slime(overrides: Sequence[str]) -> str:
 
     cfg = compose(overrides)
     if cfg.model_engine != "megatron":
-        raise ConfigError([Problem(
-            key="model_engine", message=f"export-slime writes Megatron settings, but the engine is {cfg.model_engine}",
-            fix="add model_engine=megatron to the overrides",
-        )])
+        raise ConfigError(
+            [
+                Problem(
+                    key="model_engine",
+                    message=f"export-slime writes Megatron settings, but the engine is {cfg.model_engine}",
+                    fix="add model_engine=megatron to the overrides",
+                )
+            ]
+        )
     roles = [role for role in SLIME_ROLES if role != "critic" or critic_in_use(cfg)]
     shown = " ".join(overrides) if overrides else "(no overrides)"
     header = f"# Per-role Megatron overrides (slime format) exported by verl-roles from: {shown}\n"

@@ -1,0 +1,297 @@
+"""slime's per-role Megatron YAML: import with `megatron_config_path=FILE`, export with `verl-roles export-slime`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+import verl_roles
+from conftest import REPO, assert_user_error, run
+from verl_roles import slime
+from verl_roles.cli import main as cli_main
+
+MEGATRON = "model_engine=megatron"
+
+
+def write(tmp_path: Path, text: str, name: str = "roles.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def compose_with(path: Path, *overrides: str):
+    return verl_roles.compose([MEGATRON, f"megatron_config_path={path}", *overrides])
+
+
+def problems_of(path: Path, *overrides: str) -> list[str]:
+    with pytest.raises(verl_roles.ConfigError) as info:
+        compose_with(path, *overrides)
+    return [problem.render() for problem in info.value.problems]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Import: values, types, precedence.
+
+
+def test_values_are_coerced_to_the_target_type(tmp_path: Path):
+    path = write(
+        tmp_path,
+        """
+megatron:
+  - name: default
+    role: actor
+    overrides:
+      lr: 1e-6
+      adam_beta2: "0.95"
+      lr_warmup_iters: 10.0
+      use_distributed_optimizer: "False"
+      recompute_modules: core_attn mlp
+      load: /ckpt/actor
+  - role: critic
+    args:
+      lr: 1e-5
+      min_lr: 0
+      clip_grad: "2"
+      use_checkpoint_opt_param_scheduler: "true"
+      recompute_granularity: full
+      recompute_num_layers: "4"
+      expert_tensor_parallel_size: null
+""",
+    )
+    cfg = compose_with(path)
+    actor, critic = cfg.actor_rollout_ref.actor, cfg.critic
+    expected = {
+        (actor.optim, "lr"): 1e-6,
+        (actor.optim, "lr_warmup_steps"): 10,
+        (actor.megatron, "use_distributed_optimizer"): False,
+        (actor.megatron, "dist_checkpointing_path"): "/ckpt/actor",
+        (critic.optim, "lr"): 1e-5,
+        (critic.optim, "min_lr"): 0.0,
+        (critic.optim, "clip_grad"): 2.0,
+        (critic.optim, "use_checkpoint_opt_param_scheduler"): True,
+        (critic.megatron.override_transformer_config, "recompute_granularity"): "full",
+        (critic.megatron.override_transformer_config, "recompute_num_layers"): 4,
+        (critic.megatron, "expert_tensor_parallel_size"): None,
+        (critic.megatron, "use_distributed_optimizer"): True,
+    }
+    for (node, key), value in expected.items():
+        assert node[key] == value and type(node[key]) is type(value), (key, node[key])
+    assert list(actor.optim.betas) == [0.9, 0.95]
+    assert list(critic.optim.betas) == [0.9, 0.999]
+    assert list(actor.megatron.override_transformer_config.recompute_modules) == ["core_attn", "mlp"]
+    # The reference follows the actor's recompute settings; the baseline is untouched.
+    assert list(cfg.actor_rollout_ref.ref.megatron.override_transformer_config.recompute_modules) == [
+        "core_attn",
+        "mlp",
+    ]
+    assert cfg.megatron.use_distributed_optimizer is True
+
+
+def test_absent_role_inherits_and_precedence(tmp_path: Path):
+    """baseline < role group option < slime file < per-role command line."""
+    path = write(tmp_path, "megatron:\n  - role: critic\n    overrides:\n      lr: 4e-5\n      seed: 9\n")
+    with pytest.warns(verl_roles.ConfigWarning, match=r"critic\.megatron\.seed: the command line"):
+        cfg = compose_with(path, "megatron.seed=5", "critic.megatron.seed=11", "megatron.param_offload=true")
+    # The file beats the critic's default role option (lr 1e-5); the command line beats the file.
+    assert cfg.critic.optim.lr == 4e-5
+    assert cfg.critic.megatron.seed == 11
+    # The actor is absent from the file: it inherits the baseline, including the command-line baseline.
+    assert OmegaConf.to_container(cfg.actor_rollout_ref.actor.megatron) == OmegaConf.to_container(cfg.megatron)
+    assert cfg.actor_rollout_ref.actor.megatron.seed == 5
+    # The file beats a baseline set on the command line.
+    assert cfg.critic.megatron.param_offload is True
+
+
+def test_resource_keys_in_file_are_ignored_with_warning(tmp_path: Path):
+    path = write(tmp_path, "megatron:\n  - role: actor\n    overrides:\n      num_nodes: 2\n      num_gpus_per_node: 4\n")
+    with pytest.warns(verl_roles.ConfigWarning, match=r"megatron\[0\] \(role actor\) sets num_nodes, num_gpus_per_node"):
+        cfg = compose_with(path)
+    assert "num_nodes" not in cfg.actor_rollout_ref.actor
+    assert cfg.trainer.nnodes == 1
+
+
+def test_critic_entry_without_critic_is_an_error(tmp_path: Path):
+    path = write(tmp_path, "megatron:\n  - role: critic\n    overrides: {lr: 1e-5}\n")
+    (text,) = problems_of(path, "algorithm.adv_estimator=grpo")
+    assert "megatron[0] (role critic)" in text and "algorithm.adv_estimator=grpo" in text
+    assert str(path) in text
+
+
+def test_topology_from_file_is_checked(tmp_path: Path):
+    path = write(tmp_path, "megatron:\n  - role: critic\n    overrides:\n      tensor_model_parallel_size: 2\n")
+    (text,) = problems_of(path)
+    assert "critic.megatron.tensor_model_parallel_size=2" in text
+    cfg = compose_with(path, "actor_critic_same_topology=false")
+    assert cfg.critic.megatron.tensor_model_parallel_size == 2
+    assert cfg.actor_rollout_ref.ref.megatron.tensor_model_parallel_size == 1
+
+
+# ---------------------------------------------------------------------------------------------------
+# Import: every mistake is an error naming the file and the entry, reported together.
+
+
+def test_every_entry_mistake_is_reported_together(tmp_path: Path):
+    path = write(
+        tmp_path,
+        """
+megatron:
+  - role: critic
+    overrides:
+      tensor-model-parallel-size: 2
+      lrr: 1e-5
+      save: /ckpt
+      clip_grad: abc
+      sequence_parallel: maybe
+      tensor_model_parallel_size: "two"
+      lr: null
+      use_distributed_optimizer: 2
+  - role: critic
+  - role: reward
+  - overrides: {}
+  - role: actor
+    overrides: {lr: 1e-6}
+    args: {lr: 1e-6}
+    nmae: x
+  - just a string
+""",
+    )
+    texts = problems_of(path)
+    entry0 = f"{path}: megatron[0] (role critic)"
+    expected = [
+        (entry0, "overrides.tensor-model-parallel-size", "write `tensor_model_parallel_size`"),
+        (entry0, "overrides.lrr", "did you mean `lr`"),
+        (entry0, "overrides.save", "trainer.default_local_dir"),
+        (entry0, "overrides.clip_grad", "'abc'"),
+        (entry0, "overrides.sequence_parallel", "'maybe'"),
+        (entry0, "overrides.tensor_model_parallel_size", "'two'"),
+        (entry0, "overrides.lr", "not null"),
+        (entry0, "overrides.use_distributed_optimizer", "true or false"),
+        (f"{path}: megatron[1] (role critic)", "duplicate entry for role critic", "megatron[0]"),
+        (f"{path}: megatron[2]", "unknown role 'reward'", "actor, critic"),
+        (f"{path}: megatron[3]", "has no `role`", "role: <actor|critic>"),
+        (f"{path}: megatron[4]", "unknown field 'nmae'", "did you mean `name`"),
+        (f"{path}: megatron[4] (role actor)", "both `overrides` and its alias `args`", ""),
+        (f"{path}: megatron[5]", "must be a mapping", ""),
+    ]
+    for phrases in expected:
+        assert any(all(p in text for p in phrases) for text in texts), (phrases, texts)
+    assert len(texts) == len(expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "phrases"),
+    [
+        (None, ["file not found"]),
+        ("megatron:\n  - role: [critic\n", ["YAML syntax error at line 3"]),
+        ("megatron:\n  - role: actor\n    role: critic\n", ["duplicate key 'role'", "line 3"]),
+        ("actor:\n  lr: 1e-6\n", ["no top-level `megatron` list"]),
+        ("", ["no top-level `megatron` list"]),
+        ("megatron:\n  role: actor\n", ["must be a list of role entries"]),
+    ],
+    ids=["not-found", "syntax", "duplicate-key", "no-megatron", "empty", "not-a-list"],
+)
+def test_file_level_mistakes(tmp_path: Path, text, phrases):
+    path = tmp_path / "roles.yaml"
+    if text is not None:
+        path.write_text(text, encoding="utf-8")
+    (message,) = problems_of(path)
+    assert f"megatron_config_path={path}" in message
+    for phrase in phrases:
+        assert phrase in message, message
+
+
+def test_file_needs_the_megatron_engine(tmp_path: Path):
+    path = write(tmp_path, "megatron:\n  - role: actor\n    overrides: {lr: 1e-6}\n")
+    with pytest.raises(verl_roles.ConfigError, match="model_engine=megatron"):
+        verl_roles.compose([f"megatron_config_path={path}"])
+
+
+def test_bad_file_through_the_cli_writes_nothing(in_tmp: Path):
+    write(in_tmp, "megatron:\n  - role: critic\n    overrides:\n      tensor-model-parallel-size: 2\n")
+    result = run([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    assert_user_error(result, "roles.yaml: megatron[0] (role critic)", "tensor_model_parallel_size")
+    assert not (in_tmp / "out" / "resolved.yaml").exists()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Export, and import(export(x)) == x.
+
+
+def export(args: list[str], capsys) -> tuple[int, str, str]:
+    code = cli_main(["export-slime", *args])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    return code, captured.out, captured.err
+
+
+ROUND_TRIPS = {
+    "stock": [],
+    "mixed": [
+        "actor_rollout_ref.actor.optim.lr=2e-6",
+        "actor_rollout_ref.actor.optim.betas=[0.9,0.95]",
+        "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity=full",
+        "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_modules=[mlp,core_attn]",
+        "critic.optim.lr=3e-5",
+        "critic.optim.lr_decay_style=cosine",
+        "critic.megatron.use_distributed_optimizer=false",
+        "critic.megatron.dist_checkpointing_path=/ckpt/critic",
+    ],
+}
+
+
+@pytest.mark.parametrize("case", list(ROUND_TRIPS))
+def test_import_of_export_gives_the_same_config(tmp_path: Path, capsys, case):
+    baseline = [MEGATRON, "megatron.tensor_model_parallel_size=2", "megatron.seed=3"]
+    role_overrides = ROUND_TRIPS[case]
+    out = tmp_path / "exported.yaml"
+    code, _, err = export([*baseline, *role_overrides, "-o", str(out)], capsys)
+    assert code == 0, err
+    original = verl_roles.compose([*baseline, *role_overrides])
+    # The exported file alone, over the baseline-only command line, gives the same config.
+    imported = verl_roles.compose([*baseline, f"megatron_config_path={out}"])
+    as_dict = OmegaConf.to_container(imported)
+    as_dict["megatron_config_path"] = None
+    assert as_dict == OmegaConf.to_container(original)
+    # Differences only: the baseline keys are not in the file.
+    body = out.read_text().split("\n", 1)[1]
+    assert "tensor_model_parallel_size" not in body and "seed" not in body
+
+
+def test_export_to_stdout_is_deterministic_and_skips_an_unused_critic(capsys):
+    args = [MEGATRON, "algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.optim.lr=2e-6"]
+    code, first, _ = export(args, capsys)
+    assert code == 0
+    _, second, _ = export(args, capsys)
+    assert first == second
+    assert first.startswith("# ")
+    assert "role: actor" in first and "lr: 2.0e-06" in first and "role: critic" not in first
+
+
+def test_export_needs_megatron(capsys):
+    code, _, err = export(["model_engine=dp"], capsys)
+    assert code == 2
+    assert "model_engine=megatron" in err
+
+
+# ---------------------------------------------------------------------------------------------------
+# The mapping table.
+
+
+def test_every_mapped_key_lands_in_both_roles_with_a_known_type():
+    cfg = verl_roles.compose([MEGATRON])
+    for key in slime.SLIME_KEYS:
+        kind = slime.target_type(key)
+        assert kind in (bool, int, float, str, list), key
+        for section in ("actor_rollout_ref.actor", "critic"):
+            slime.get_path(OmegaConf.select(cfg, section), key.path)
+        default = slime.default_value(key)
+        assert (default is None) == (key.null_type is not None), f"{key.name}: null_type only for null defaults"
+
+
+def test_readme_documents_every_mapped_key():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `([a-z0-9_]+)` \| `([a-z0-9_.]+)` \|", readme, flags=re.MULTILINE))
+    assert rows == {key.name: key.path for key in slime.SLIME_KEYS}
