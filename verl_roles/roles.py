@@ -27,7 +27,7 @@ from verl_roles import slime
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.notices import warn
 from verl_roles.output import ROLE_SECTIONS
-from verl_roles.validate import rule
+from verl_roles.validate import ADV_ESTIMATORS, rule
 
 # The roles that have a config group of per-role options: role name -> group name.
 ROLE_GROUPS: dict[str, str] = {"actor": "role/actor", "critic": "role/critic"}
@@ -248,6 +248,9 @@ def _critic_override_problems(
 ) -> Iterable[Problem]:
     if critic_in_use(cfg):
         return
+    if cfg.critic.get("enable") is None and cfg.algorithm.adv_estimator not in ADV_ESTIMATORS:
+        # An unknown estimator is reported by validation; whether it trains a critic is unknown.
+        return
     reason = _critic_off_reason(cfg)
 
     def fix(what: str) -> str:
@@ -293,10 +296,8 @@ def actor_and_critic_share_topology(cfg: DictConfig) -> Iterable[Problem]:
     critic must use the same Megatron parallel topology. Megatron only; under dp the setting has no
     effect, because each FSDP role builds its own device mesh (Ulysses sizes may differ)."""
     setting = cfg.get(TOPOLOGY_SETTING, True)
-    if not isinstance(setting, bool):
-        yield Problem(key=TOPOLOGY_SETTING, message="must be true or false", value=setting, show_value=True)
-        return
-    if not setting or cfg.get("model_engine") != "megatron" or not critic_in_use(cfg):
+    # A value that is not a boolean is reported by the schema check.
+    if setting is not True or cfg.get("model_engine") != "megatron" or not critic_in_use(cfg):
         return
     actor = cfg.actor_rollout_ref.actor.megatron
     critic = cfg.critic.megatron

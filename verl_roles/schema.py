@@ -1021,6 +1021,8 @@ class PPOTrainerConfig:
     trainer: Trainer
     global_profiler: GlobalProfiler
     model_engine: str
+    megatron_config_path: str | None
+    actor_critic_same_topology: bool
     transfer_queue: TransferQueue
     ray_kwargs: RayKwargs
     fsdp: FsdpEngine = only('dp')
