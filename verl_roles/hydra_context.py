@@ -48,12 +48,14 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 from hydra.core.plugins import Plugins
-from hydra.core.utils import setup_globals
+from hydra.core.utils import JobRuntime, setup_globals
+from hydra.errors import HydraException
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.types import RunMode
 from hydra.version import VersionBase
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf._utils import get_yaml_loader
+from omegaconf.errors import OmegaConfBaseException
 
 
 def _find_conf_dir() -> Path:
@@ -356,7 +358,29 @@ def _defaults_key(defaults: Sequence[ResultDefault]) -> tuple[tuple[Any, ...], .
     return tuple((d.config_path, d.package, d.is_self, d.primary) for d in defaults)
 
 
-class MemoizingConfigLoader(ConfigLoaderImpl):
+class SweepConfigLoader(ConfigLoaderImpl):
+    """Hydra's ``ConfigLoaderImpl``, except that one sweep job whose overrides do not compose fails
+    alone: the launcher gets a placeholder config for it (see :func:`verl_roles.sweep.failed_job_config`)
+    instead of an exception that would end the whole sweep."""
+
+    def load_configuration(self, *args: Any, **kwargs: Any) -> DictConfig:
+        """Hydra's composition, with :class:`verl_roles.sweep.SweepSummary` among the Hydra callbacks."""
+        cfg = super().load_configuration(*args, **kwargs)
+        from verl_roles.sweep import register_callback
+
+        register_callback(cfg)
+        return cfg
+
+    def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
+        try:
+            return super().load_sweep_config(master_config, sweep_overrides)
+        except (HydraException, OmegaConfBaseException, yaml.YAMLError) as error:
+            from verl_roles.sweep import failed_job_config
+
+            return failed_job_config(master_config, sweep_overrides, error)
+
+
+class MemoizingConfigLoader(SweepConfigLoader):
     """Hydra's ``ConfigLoaderImpl`` with the file cache and the two memos."""
 
     def __init__(self, config_search_path: ConfigSearchPath) -> None:
@@ -411,7 +435,7 @@ def _caching_enabled() -> bool:
 
 
 def _loader_class() -> type[ConfigLoaderImpl]:
-    return MemoizingConfigLoader if _caching_enabled() else ConfigLoaderImpl
+    return MemoizingConfigLoader if _caching_enabled() else SweepConfigLoader
 
 
 # --- entry points ---------------------------------------------------------------------------------
@@ -473,6 +497,8 @@ def isolated_hydra() -> Iterator[None]:
     """
     global_hydra = GlobalHydra.instance()
     saved = global_hydra.hydra if global_hydra.is_initialized() else None
+    # Initialising Hydra also renames the running job ("app"), which names a sweep job's log file.
+    saved_job_name = JobRuntime.instance().get("name")
     global_hydra.clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -481,11 +507,13 @@ def isolated_hydra() -> Iterator[None]:
         GlobalHydra.instance().clear()
         if saved is not None:
             GlobalHydra.instance().initialize(saved)
+        JobRuntime.instance().set("name", saved_job_name)
 
 
 @contextmanager
 def memoized_hydra_main() -> Iterator[None]:
-    """Let ``@hydra.main`` apps started inside this block compose through :class:`MemoizingConfigLoader`.
+    """Let ``@hydra.main`` apps started inside this block compose through :class:`MemoizingConfigLoader`
+    (:class:`SweepConfigLoader` when ``VERL_ROLES_NO_CACHE=1``).
 
     Hydra builds its loader in ``Hydra.create_main_hydra2``; the launchers reuse that loader for every
     job of a sweep (and pickle it to their worker processes), so each job after the first gets the
@@ -502,6 +530,7 @@ def memoized_hydra_main() -> Iterator[None]:
 __all__ = [
     "CONF_DIR",
     "MemoizingConfigLoader",
+    "SweepConfigLoader",
     "clear_caches",
     "compose_raw",
     "isolated_hydra",

@@ -16,10 +16,11 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_roles.cli_errors import run_reporting_errors
-from verl_roles.errors import VerlRolesError
+from verl_roles import sweep
+from verl_roles.cli_errors import report, run_reporting_errors
+from verl_roles.errors import ConfigError, Problem, VerlRolesError
 from verl_roles.hydra_context import CONF_DIR, memoized_hydra_main
-from verl_roles.hydra_errors import LIBRARY_ERRORS, parse_hydra_args, raise_translated
+from verl_roles.hydra_errors import LIBRARY_ERRORS, CommandLine, parse_hydra_args, raise_translated, translate
 from verl_roles.legacy import translate_overrides
 from verl_roles.output import ROLE_SECTIONS, write_run_files
 from verl_roles.pipeline import PRIMARY_CONFIG, finalize
@@ -55,11 +56,21 @@ JOB_ERRORS: list[Exception] = []
 
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name=PRIMARY_CONFIG)
-def hydra_app(cfg: DictConfig) -> None:
+def hydra_app(cfg: DictConfig) -> dict[str, str]:
+    """One job; returns its outcome (``sweep.ok()`` / ``sweep.failed(message)``) for the sweep summary."""
+    not_composed = sweep.composition_error(cfg)
+    if not_composed is not None:
+        print(f"verl_roles error: {not_composed}", file=sys.stderr)
+        JOB_ERRORS.append(ConfigError([Problem(key="sweep job", message=not_composed)]))
+        return sweep.failed(not_composed)
     try:
         run_job(cfg)
     except (VerlRolesError, HydraException, OmegaConfBaseException) as error:
         JOB_ERRORS.append(error)
+        hydra_cfg = HydraConfig.get()
+        command = CommandLine(hydra_cfg.job.config_name or PRIMARY_CONFIG, sweep.task_overrides(hydra_cfg))
+        return sweep.failed(report(translate(error, command)))
+    return sweep.ok()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,6 +86,7 @@ def _invoke(args: list[str]) -> None:
     saved_argv = sys.argv
     sys.argv = [saved_argv[0] if saved_argv else "verl_roles.main", *args]
     JOB_ERRORS.clear()
+    sweep.take_last_summary()
     try:
         with memoized_hydra_main():
             hydra_app()
@@ -82,6 +94,11 @@ def _invoke(args: list[str]) -> None:
         raise_translated(error, parse_hydra_args(args, PRIMARY_CONFIG))
     finally:
         sys.argv = saved_argv
+    summary = sweep.take_last_summary()
+    if summary is not None:
+        if summary.failures:
+            raise ConfigError([Problem(key="sweep", message=sweep.sweep_error_text(summary))])
+        return
     if JOB_ERRORS:
         error = JOB_ERRORS[0]
         raise_translated(error, parse_hydra_args(args, PRIMARY_CONFIG))

@@ -1,0 +1,216 @@
+"""Sweeps (``python -m verl_roles.main -m ...``): every job's status and the sweep's ``sweep_summary.csv``.
+
+A job never stops the sweep: the main job records its own error and returns an outcome
+(:func:`ok` / :func:`failed`), and a job whose overrides do not even compose gets a placeholder
+config (:func:`failed_job_config`) that the main job reports as failed.
+
+Jobs may run in this process (Hydra's basic launcher), in worker processes (``hydra/launcher=joblib``)
+or on other machines (``hydra/launcher=submitit_slurm``), so the status travels through files:
+:class:`SweepSummary`, a Hydra callback, writes each job's outcome to
+``<sweep dir>/.verl_roles_jobs/<num>.json`` from ``on_job_end`` (which runs wherever the job ran),
+and at the end of the multirun, in the launching process, gathers them into
+``<sweep dir>/sweep_summary.csv``.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from verl_roles.output import write_atomic
+
+SUMMARY_FILE = "sweep_summary.csv"
+STATUS_DIR = ".verl_roles_jobs"
+SUMMARY_COLUMNS = ("job", "overrides", "status", "error", "output_dir")
+
+# The one key of the placeholder config of a job whose overrides do not compose.
+FAILED_JOB_KEY = "_verl_roles_composition_error_"
+
+# The name of the callback under hydra.callbacks.
+CALLBACK_NAME = "verl_roles_sweep_summary"
+
+
+def task_overrides(hydra_cfg: DictConfig) -> list[str]:
+    """A job's overrides as typed (not resolved: ``x=${y}`` stays as written)."""
+    return [str(item) for item in OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)]
+
+
+def ok() -> dict[str, str]:
+    """The return value of a job that wrote its files."""
+    return {"status": "ok", "error": ""}
+
+
+def failed(message: str) -> dict[str, str]:
+    """The return value of a job that failed with ``message`` (folded onto one line)."""
+    return {"status": "failed", "error": " ".join(message.split())}
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One row of ``sweep_summary.csv``."""
+
+    job: int
+    overrides: str
+    status: str
+    error: str
+    output_dir: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a finished sweep reports: its rows and where the CSV is."""
+
+    path: Path
+    records: tuple[JobRecord, ...]
+
+    @property
+    def failures(self) -> tuple[JobRecord, ...]:
+        return tuple(r for r in self.records if r.status != "ok")
+
+
+# The summary of the last multirun finished in this process (read by verl_roles.main for its exit code).
+_LAST: list[Summary] = []
+
+
+def take_last_summary() -> Summary | None:
+    """The summary of the multirun that just ended in this process, once."""
+    return _LAST.pop() if _LAST else None
+
+
+class SweepSummary(Callback):
+    """Hydra callback: job statuses to files, and ``sweep_summary.csv`` when the multirun ends."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        status_dir = Path(str(config.hydra.sweep.dir)) / STATUS_DIR
+        shutil.rmtree(status_dir, ignore_errors=True)
+        _LAST.clear()
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if config.hydra.get("mode") != RunMode.MULTIRUN:
+            return
+        record = _record(config, job_return)
+        path = Path(str(config.hydra.sweep.dir)) / STATUS_DIR / f"{record.job}.json"
+        write_atomic(path, json.dumps(asdict(record), sort_keys=True) + "\n")
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        summary = write_summary(Path(str(config.hydra.sweep.dir)))
+        _LAST[:] = [summary]
+        total, bad = len(summary.records), len(summary.failures)
+        print(f"verl_roles: sweep of {total} jobs: {total - bad} ok, {bad} failed; summary in {summary.path}")
+
+
+def _record(config: DictConfig, job_return: JobReturn) -> JobRecord:
+    outcome: dict[str, str]
+    if job_return.status == JobStatus.COMPLETED and isinstance(job_return._return_value, dict):
+        outcome = job_return._return_value
+    elif job_return.status == JobStatus.COMPLETED:
+        outcome = ok()
+    else:
+        outcome = failed(f"{type(job_return._return_value).__name__}: {job_return._return_value}")
+    return JobRecord(
+        job=int(config.hydra.job.num),
+        overrides=" ".join(task_overrides(config.hydra)),
+        status=outcome.get("status", "failed"),
+        error=outcome.get("error", ""),
+        output_dir=str(config.hydra.runtime.output_dir),
+    )
+
+
+def register_callback(cfg: DictConfig) -> None:
+    """Add :class:`SweepSummary` to ``hydra.callbacks`` of a composed config (Hydra instantiates the
+    callbacks from there). The main job's config loader calls this on every composition."""
+    if "hydra" not in cfg:
+        return
+    with read_write(cfg.hydra), open_dict(cfg.hydra):
+        if CALLBACK_NAME not in cfg.hydra.callbacks:
+            cfg.hydra.callbacks[CALLBACK_NAME] = {"_target_": f"{__name__}.{SweepSummary.__name__}"}
+
+
+def write_summary(sweep_dir: Path) -> Summary:
+    """Gather the job statuses under ``sweep_dir`` into ``sweep_summary.csv`` (sorted by job number)."""
+    status_dir = sweep_dir / STATUS_DIR
+    records = sorted(
+        (JobRecord(**json.loads(p.read_text(encoding="utf-8"))) for p in status_dir.glob("*.json")),
+        key=lambda r: r.job,
+    )
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(SUMMARY_COLUMNS)
+    for record in records:
+        writer.writerow([getattr(record, column) for column in SUMMARY_COLUMNS])
+    path = sweep_dir / SUMMARY_FILE
+    write_atomic(path, buffer.getvalue())
+    shutil.rmtree(status_dir, ignore_errors=True)
+    return Summary(path=path, records=tuple(records))
+
+
+def read_summary(path: Path) -> list[dict[str, str]]:
+    """The rows of a ``sweep_summary.csv``."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def failed_job_config(
+    master_config: DictConfig, overrides: Sequence[str], error: BaseException
+) -> DictConfig:
+    """A placeholder config for a sweep job whose overrides do not compose.
+
+    It carries the sweep's Hydra settings (so the launcher gives the job its directory and number as
+    usual), the job's overrides, and the error worded as the CLI words it; the main job sees
+    :data:`FAILED_JOB_KEY` and reports the job as failed instead of running it.
+    """
+    from hydra._internal.config_loader_impl import get_overrides_dirname
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from verl_roles.cli_errors import report
+    from verl_roles.hydra_errors import CommandLine, translate
+
+    task = [o for o in OverridesParser.create().parse_overrides(list(overrides)) if not o.is_hydra_override()]
+    config_name = str(master_config.hydra.job.config_name)
+    message = report(translate(error, CommandLine(config_name, [str(o.input_line) for o in task])))
+    cfg = copy.deepcopy(master_config)
+    with read_write(cfg), open_dict(cfg):
+        for key in [k for k in cfg if k != "hydra"]:
+            del cfg[key]
+        cfg[FAILED_JOB_KEY] = " ".join(message.split())
+        dirname = cfg.hydra.job.config.override_dirname
+        cfg.hydra.overrides.task = [str(o.input_line) for o in task]
+        cfg.hydra.job.override_dirname = get_overrides_dirname(
+            overrides=task,
+            kv_sep=dirname.kv_sep,
+            item_sep=dirname.item_sep,
+            exclude_keys=dirname.exclude_keys,
+        )
+    OmegaConf.copy_cache(from_config=master_config, to_config=cfg)
+    return cfg
+
+
+def composition_error(cfg: DictConfig) -> str | None:
+    """The error of a placeholder job made by :func:`failed_job_config`, else None."""
+    if FAILED_JOB_KEY in cfg and len(cfg) == 1:
+        return str(cfg[FAILED_JOB_KEY])
+    return None
+
+
+def sweep_error_text(summary: Summary) -> str:
+    """One paragraph for the end of a sweep with failed jobs: how many, which, and the first error."""
+    first = summary.failures[0]
+    shown = ", ".join(f"#{r.job} ({r.overrides})" for r in summary.failures[:5])
+    more = "" if len(summary.failures) <= 5 else f" and {len(summary.failures) - 5} more"
+    return (
+        f"{len(summary.failures)} of {len(summary.records)} sweep jobs failed: {shown}{more}; "
+        f"the other jobs wrote their files. Job #{first.job}: {first.error} "
+        f"Every job's status and error is in {summary.path}."
+    )
