@@ -229,9 +229,10 @@ def clear_caches() -> None:
 class _CachedRepository(ConfigRepository):
     """Hydra's config repository, reading files through the fast sources and the file cache.
 
-    Results are shared between calls, so they are only ever read (to build the defaults list);
-    composition gets private copies (see :meth:`MemoizingConfigLoader._compose_config_from_defaults_list`).
-    The cache lives outside the instance because Hydra deep-copies its repository on every call.
+    Results are shared between calls and only read to build the defaults list; a composition takes
+    them over and removes them from the cache (see
+    :meth:`MemoizingConfigLoader._compose_config_from_defaults_list`). The cache lives outside the
+    instance because Hydra copies its repository on every call.
     """
 
     def initialize_sources(self, config_search_path: ConfigSearchPath) -> None:
@@ -272,25 +273,6 @@ class _CallRepository(CachingConfigRepository):
         if config_path not in groups:
             groups[config_path] = self.delegate.group_exists(config_path)
         return groups[config_path]
-
-
-class _CopyingRepository:
-    """A view of a repository whose loaded configs are private deep copies (Hydra's merge adopts
-    the nodes of the configs it merges, so shared ones must not be handed to it)."""
-
-    def __init__(self, delegate: Any):
-        self._delegate = delegate
-
-    def load_config(self, config_path: str) -> ConfigResult | None:
-        result = self._delegate.load_config(config_path=config_path)
-        if result is None:
-            return None
-        private = copy.copy(result)
-        private.config = copy.deepcopy(result.config)
-        return private
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._delegate, name)
 
 
 _HYDRA_CREATE_DEFAULTS_LIST = config_loader_impl.create_defaults_list
@@ -409,7 +391,11 @@ class MemoizingConfigLoader(SweepConfigLoader):
         template = cache.composed.get(key)
         if template is not None:
             return _thaw(template)
-        cfg = super()._compose_config_from_defaults_list(defaults, _CopyingRepository(repo))
+        # The merge adopts the nodes of the files it merges, as in stock Hydra: hand it the loaded files
+        # themselves and drop them from the file cache (a later new defaults list reads them again).
+        cfg = super()._compose_config_from_defaults_list(defaults, repo)
+        for default in defaults:
+            cache.files.pop(str(default.config_path), None)
         cache.composed[key] = _freeze(cfg)
         return cfg
 

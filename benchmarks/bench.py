@@ -1,0 +1,248 @@
+"""How fast verl_roles composes, measured against references taken in the same run.
+
+    python benchmarks/bench.py            # everything (about a minute on 2 cores)
+    python benchmarks/bench.py --quick    # fewer repetitions, a 16-point sweep
+
+Prints, each as a ratio to its reference where the issue sets a target:
+
+- CLI end to end (``python -m verl_roles.main model_engine=megatron``) against a bare Hydra
+  hello-world app, both as fresh processes (target <= 1.5x);
+- in-process ``verl_roles.compose`` of the megatron config, median of repeated calls with different
+  overrides, split into compose / legacy+roles / resolve / validate (target <= 60 ms), next to stock
+  Hydra composition (``VERL_ROLES_NO_CACHE=1``) in the same process;
+- every snapshot of ``_generated/`` rendered in-process, and ``generate_trainer_config.sh --check``
+  end to end (target < 2 s);
+- a 64-point sweep with Hydra's basic launcher (and joblib when installed): jobs per second and the
+  per-job time on top of one in-process compose.
+
+Times are wall-clock medians (``time.perf_counter``); a busy machine shows up as noise, so compare
+ratios, and rerun before trusting a change of a few percent. Nothing here is asserted by the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+HELLO_APP = '''
+import hydra
+from omegaconf import DictConfig
+
+
+@hydra.main(version_base=None, config_path=".", config_name="config")
+def app(cfg: DictConfig) -> None:
+    print(f"hello {cfg.name}")
+
+
+if __name__ == "__main__":
+    app()
+'''
+
+
+def median_ms(samples: Sequence[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def timed(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("HYDRA_FULL_ERROR", "VERL_ROLES_NO_CACHE")}
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(extra)
+    return env
+
+
+def run_process(args: list[str], cwd: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"benchmark command failed: {' '.join(args)}\n{result.stderr}")
+    return elapsed
+
+
+def row(label: str, value: str, note: str = "") -> None:
+    print(f"  {label:<52} {value:>12}  {note}")
+
+
+# --- CLI end to end -------------------------------------------------------------------------------
+
+
+def bench_cli(work: Path, repeats: int) -> None:
+    print("CLI end to end (fresh process each, median of", repeats, "runs)")
+    hello = work / "hello"
+    hello.mkdir()
+    (hello / "app.py").write_text(textwrap.dedent(HELLO_APP), encoding="utf-8")
+    (hello / "config.yaml").write_text("# The name to greet.\nname: world\n", encoding="utf-8")
+    python = sys.executable
+    commands = {
+        "hello": ([python, str(hello / "app.py"), f"hydra.run.dir={work / 'h'}"], child_env()),
+        "ours": (
+            [python, "-m", "verl_roles.main", "model_engine=megatron", f"hydra.run.dir={work / 'o'}"],
+            child_env(),
+        ),
+        "stock": (
+            [python, "-m", "verl_roles.main", "model_engine=megatron", f"hydra.run.dir={work / 's'}"],
+            child_env(VERL_ROLES_NO_CACHE="1"),
+        ),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeats):  # interleaved, so a burst of load hits every command alike
+        for name, (args, env) in commands.items():
+            samples[name].append(run_process(args, work, env))
+    hello_ms = median_ms(samples["hello"])
+    ours_ms = median_ms(samples["ours"])
+    stock_ms = median_ms(samples["stock"])
+    row("bare Hydra hello world", f"{hello_ms:.0f} ms")
+    row("python -m verl_roles.main model_engine=megatron", f"{ours_ms:.0f} ms",
+        f"ratio {ours_ms / hello_ms:.2f}x (target <= 1.5x)")
+    row("  same, stock Hydra loader (VERL_ROLES_NO_CACHE=1)", f"{stock_ms:.0f} ms",
+        f"ratio {stock_ms / hello_ms:.2f}x")
+
+
+# --- in-process compose ---------------------------------------------------------------------------
+
+
+def bench_compose(repeats: int) -> float:
+    import verl_roles
+    from verl_roles import legacy, validate
+    from verl_roles.hydra_context import NO_CACHE_ENV, compose_raw
+    from verl_roles.pipeline import PRIMARY_CONFIG, check_config_name, resolve
+    from verl_roles.roles import RoleSources, apply_roles
+
+    def overrides(i: int) -> list[str]:
+        return ["model_engine=megatron", f"critic.optim.lr={i + 1}e-6", f"trainer.total_epochs={i + 1}"]
+
+    def split_once(i: int) -> dict[str, float]:
+        times = {}
+        start = time.perf_counter()
+        translated = legacy.translate_overrides(overrides(i))
+        cfg = compose_raw(PRIMARY_CONFIG, translated)
+        times["compose"] = time.perf_counter() - start
+        start = time.perf_counter()
+        check_config_name(PRIMARY_CONFIG)
+        legacy.normalize_config(cfg, translated)
+        role_problems = apply_roles(cfg, RoleSources.from_command_line(translated, None))
+        times["legacy+roles"] = time.perf_counter() - start
+        start = time.perf_counter()
+        resolved = resolve(cfg)
+        times["resolve"] = time.perf_counter() - start
+        start = time.perf_counter()
+        validate.validate(resolved, extra=role_problems)
+        times["validate"] = time.perf_counter() - start
+        return times
+
+    print(f"In-process verl_roles.compose, megatron, different overrides each call (median of {repeats})")
+    verl_roles.compose(overrides(repeats))  # the first call fills the caches
+    total = [timed(lambda i=i: verl_roles.compose(overrides(i))) for i in range(repeats)]
+    splits = [split_once(i) for i in range(repeats)]
+    total_ms = median_ms(total)
+    row("verl_roles.compose", f"{total_ms:.1f} ms", "target <= 60 ms")
+    for step in ("compose", "legacy+roles", "resolve", "validate"):
+        row(f"  {step}", f"{median_ms([s[step] for s in splits]):.1f} ms")
+
+    os.environ[NO_CACHE_ENV] = "1"
+    try:
+        stock_runs = max(3, repeats // 5)
+        stock = [timed(lambda i=i: verl_roles.compose(overrides(i))) for i in range(stock_runs)]
+        stock_raw = [timed(lambda i=i: compose_raw(PRIMARY_CONFIG, overrides(i))) for i in range(stock_runs)]
+    finally:
+        del os.environ[NO_CACHE_ENV]
+    cached_raw = [timed(lambda i=i: compose_raw(PRIMARY_CONFIG, overrides(i))) for i in range(repeats)]
+    row("  same, stock Hydra loader (VERL_ROLES_NO_CACHE=1)", f"{median_ms(stock):.1f} ms",
+        f"{median_ms(stock) / total_ms:.1f}x slower")
+    row("  Hydra composition alone: cached / stock", f"{median_ms(cached_raw):.1f} ms",
+        f"stock {median_ms(stock_raw):.1f} ms")
+    return total_ms
+
+
+# --- snapshots ------------------------------------------------------------------------------------
+
+
+def bench_snapshots(work: Path, repeats: int) -> None:
+    print("Snapshots (_generated/)")
+    if importlib.util.find_spec("verl_roles.snapshots") is None:
+        row("no verl_roles.snapshots module", "-")
+        return
+    from verl_roles import snapshots
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        in_process = [timed(snapshots.render_all) for _ in range(repeats)]
+    count = len(snapshots.VARIANTS)
+    row(f"all {count} snapshots rendered in-process", f"{median_ms(in_process):.0f} ms")
+    script = REPO / "scripts" / "generate_trainer_config.sh"
+    if script.is_file():
+        env = child_env(PYTHON=sys.executable)
+        runs = max(1, repeats // 2)
+        check = [run_process(["bash", str(script), "--check"], REPO, env) for _ in range(runs)]
+        row("scripts/generate_trainer_config.sh --check", f"{median_ms(check):.0f} ms", "target < 2000 ms")
+
+
+# --- sweeps ---------------------------------------------------------------------------------------
+
+
+def bench_sweep(work: Path, points: int, compose_ms: float) -> None:
+    side = int(points ** 0.5)
+    actor = ",".join(f"{i + 1}e-6" for i in range(side))
+    critic = ",".join(f"{i + 1}e-5" for i in range(points // side))
+    grid = ["model_engine=megatron", f"actor_rollout_ref.actor.optim.lr={actor}", f"critic.optim.lr={critic}"]
+    python = sys.executable
+    print(f"A {side * (points // side)}-point sweep (fresh process, python -m verl_roles.main -m ...)")
+
+    def sweep(name: str, *extra: str) -> float:
+        args = [python, "-m", "verl_roles.main", "-m", *extra, *grid, f"hydra.sweep.dir={work / name}"]
+        return run_process(args, work, child_env())
+
+    one = run_process(
+        [python, "-m", "verl_roles.main", "-m", "model_engine=megatron", "critic.optim.lr=1e-5,2e-5",
+         f"hydra.sweep.dir={work / 'two'}"], work, child_env())
+    launchers = [("basic launcher", [])]
+    if importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is not None:
+        launchers.append(("joblib launcher, 2 workers", ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]))
+    jobs = side * (points // side)
+    for label, extra in launchers:
+        total = sweep(label.split()[0], *extra)
+        per_job_ms = (total - one) / (jobs - 2) * 1000
+        row(label, f"{jobs / total:.1f} jobs/s", f"{total:.1f} s in all")
+        row("  per job (beyond a 2-job sweep)", f"{per_job_ms:.0f} ms",
+            f"{per_job_ms - compose_ms:+.0f} ms over one in-process compose ({compose_ms:.0f} ms)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and a 16-point sweep")
+    args = parser.parse_args(argv)
+    repeats = 5 if args.quick else 25
+    cli_repeats = 3 if args.quick else 7
+    machine = f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"
+    print(f"verl_roles benchmark: {machine}")
+    sys.path.insert(0, str(REPO))
+    with tempfile.TemporaryDirectory(prefix="verl_roles_bench_") as tmp:
+        work = Path(tmp)
+        bench_cli(work, cli_repeats)
+        compose_ms = bench_compose(repeats)
+        bench_snapshots(work, max(3, repeats // 5))
+        bench_sweep(work, 16 if args.quick else 64, compose_ms)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
