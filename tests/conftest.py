@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
@@ -39,6 +40,45 @@ def assert_user_error(result: subprocess.CompletedProcess[str], *phrases: str) -
     assert "Traceback" not in output, output
     for phrase in phrases:
         assert phrase in output, f"{phrase!r} not in:\n{output}"
+
+
+def main_in_process(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    """``python -m verl_roles.main ARGS`` run in this process (same code path, no interpreter start-up).
+
+    Output goes to ``tmp_path/out``; returns (exit code, stdout, stderr). A traceback is never expected.
+    """
+    from verl_roles.main import main
+
+    code = main(
+        [*args, f"hydra.run.dir={tmp_path / 'out'}", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+    )
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err, captured.out + captured.err
+    return code, captured.out, captured.err
+
+
+def flat(cfg) -> dict[str, object]:
+    """Dotted key -> resolved leaf value (an empty dict or list counts as a leaf)."""
+    out: dict[str, object] = {}
+
+    def walk(node, prefix):
+        if isinstance(node, dict) and node:
+            for key, value in node.items():
+                walk(value, f"{prefix}.{key}" if prefix else str(key))
+        else:
+            out[prefix] = node
+
+    walk(OmegaConf.to_container(cfg, resolve=True), "")
+    return out
+
+
+def write(path: Path, text: str) -> Path:
+    """Write a text file, creating its folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def read_overrides(path: Path) -> list[str]:

@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from conftest import DATA, group_options, read_overrides
+from conftest import DATA, flat, group_options, read_overrides
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 import verl_roles
-
-
-def flat(cfg) -> dict[str, object]:
-    out: dict[str, object] = {}
-
-    def walk(node, prefix):
-        if isinstance(node, dict) and node:
-            for key, value in node.items():
-                walk(value, f"{prefix}.{key}" if prefix else str(key))
-        else:
-            out[prefix] = node
-
-    walk(OmegaConf.to_container(cfg, resolve=True), "")
-    return out
 
 
 @pytest.mark.parametrize("engine", group_options("model_engine"))

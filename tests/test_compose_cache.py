@@ -3,10 +3,8 @@ no state a caller can see. (Speed itself is measured by benchmarks/, never asser
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from conftest import CONF
+from conftest import CONF, write
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
@@ -73,9 +71,6 @@ def test_no_global_hydra_state_and_caller_state_kept():
     assert not GlobalHydra.instance().is_initialized()
 
 
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def test_a_changed_config_file_is_read_again(tmp_path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error, run
+from conftest import assert_user_error, main_in_process, run
 
 import verl_roles
 from verl_roles.main import main
@@ -19,8 +19,13 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     (
         "unknown-key-did-you-mean",
         ["trainer.nnodez=2"],
-        ["trainer.nnodez", "not in struct", "did you mean `trainer.nnodes`", "+trainer.nnodez=2",
-         "command line override `trainer.nnodez=2`"],
+        [
+            "trainer.nnodez",
+            "not in struct",
+            "did you mean `trainer.nnodes`",
+            "+trainer.nnodez=2",
+            "command line override `trainer.nnodez=2`",
+        ],
     ),
     (
         "unknown-nested-key",
@@ -55,8 +60,11 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     (
         "megatron-role-key-under-dp",
         ["actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"],
-        ["exists only with model_engine=megatron", "composed with model_engine=dp",
-         "add `model_engine=megatron`"],
+        [
+            "exists only with model_engine=megatron",
+            "composed with model_engine=dp",
+            "add `model_engine=megatron`",
+        ],
     ),
     (
         "megatron-baseline-key-under-dp",
@@ -76,14 +84,22 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     (
         "interpolation-to-a-missing-key",
         ["trainer.total_epochs=${trainer.nnodez}"],
-        ["trainer.total_epochs", "`${trainer.nnodez}`", "did you mean `${trainer.nnodes}`",
-         "command line override"],
+        [
+            "trainer.total_epochs",
+            "`${trainer.nnodez}`",
+            "did you mean `${trainer.nnodes}`",
+            "command line override",
+        ],
     ),
     (
         "wrong-type",
         ["trainer.nnodes=abc"],
-        ["trainer.nnodes: has the wrong type", "Got 'abc'", "Expected an integer",
-         "command line override `trainer.nnodes=abc`"],
+        [
+            "trainer.nnodes: has the wrong type",
+            "Got 'abc'",
+            "Expected an integer",
+            "command line override `trainer.nnodes=abc`",
+        ],
     ),
     (
         "mini-batch-larger-than-train-batch",
@@ -92,8 +108,10 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ),
     (
         "micro-batch-set-two-ways",
-        ["actor_rollout_ref.actor.ppo_micro_batch_size=8",
-         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"],
+        [
+            "actor_rollout_ref.actor.ppo_micro_batch_size=8",
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+        ],
         ["both set", "remove actor_rollout_ref.actor.ppo_micro_batch_size"],
     ),
     (
@@ -109,8 +127,12 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     (
         "enum",
         ["actor_rollout_ref.actor.loss_agg_mode=token_mean"],
-        ["is not a loss aggregation mode", "Got 'token_mean'", "seq-mean-token-sum-norm",
-         "did you mean actor_rollout_ref.actor.loss_agg_mode=token-mean?"],
+        [
+            "is not a loss aggregation mode",
+            "Got 'token_mean'",
+            "seq-mean-token-sum-norm",
+            "did you mean actor_rollout_ref.actor.loss_agg_mode=token-mean?",
+        ],
     ),
     (
         "range",
@@ -130,17 +152,11 @@ CASES: list[tuple[str, list[str], list[str]]] = [
 ]
 
 
-def _run_main(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = main([*args, f"hydra.run.dir={tmp_path / 'out'}"])
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
-
-
 def _assert_one_paragraph_error(code: int, output: str, tmp_path: Path, phrases: list[str]) -> str:
     assert code == 2, output
     assert "Traceback" not in output, output
     assert output.count("verl_roles error:") == 1, output
-    message = output[output.index("verl_roles error:"):]
+    message = output[output.index("verl_roles error:") :]
     for phrase in phrases:
         assert phrase in message, f"{phrase!r} not in:\n{message}"
     assert not (tmp_path / "out" / "resolved.yaml").exists()
@@ -149,7 +165,8 @@ def _assert_one_paragraph_error(code: int, output: str, tmp_path: Path, phrases:
 
 @pytest.mark.parametrize(("args", "phrases"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_cli_mistake_is_one_actionable_paragraph(args, phrases, tmp_path, capsys):
-    code, output = _run_main(args, tmp_path, capsys)
+    code, out, err = main_in_process(args, tmp_path, capsys)
+    output = out + err
     _assert_one_paragraph_error(code, output, tmp_path, phrases)
 
 
@@ -157,7 +174,10 @@ def test_yaml_syntax_error_in_a_user_config_dir_names_file_and_line(tmp_path, ca
     option = tmp_path / "conf" / "role" / "critic" / "broken.yaml"
     option.parent.mkdir(parents=True)
     option.write_text("# @package critic\noptim:\n  lr: [1e-5\nppo_epochs: 2\n", encoding="utf-8")
-    code, output = _run_main(["--config-dir", str(tmp_path / "conf"), "role/critic=broken"], tmp_path, capsys)
+    code, out, err = main_in_process(
+        ["--config-dir", str(tmp_path / "conf"), "role/critic=broken"], tmp_path, capsys
+    )
+    output = out + err
     _assert_one_paragraph_error(code, output, tmp_path, ["broken.yaml", "not valid YAML", "line 4"])
 
 
@@ -169,7 +189,8 @@ def test_yaml_syntax_error_in_a_user_config_dir_names_file_and_line(tmp_path, ca
 def test_python_api_raises_our_error_with_the_cli_message(overrides, tmp_path, capsys):
     with pytest.raises(verl_roles.ConfigError) as raised:
         verl_roles.compose(overrides)
-    code, output = _run_main(overrides, tmp_path, capsys)
+    code, out, err = main_in_process(overrides, tmp_path, capsys)
+    output = out + err
     assert code == 2
     assert f"verl_roles error: {raised.value}" in output
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run
+from conftest import main_in_process, run, write
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles.main import main as run_main
 
 MEGATRON = "model_engine=megatron"
 ROLE_BLOCKS = {
@@ -22,19 +21,8 @@ def plain(cfg, key):
     return OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True)
 
 
-def main_in_process(args: list[str], capsys) -> tuple[int, str]:
-    """The main job as typed, run in this process (the same code path as the console, much faster)."""
-    code = run_main(args)
-    captured = capsys.readouterr()
-    output = captured.out + captured.err
-    assert "Traceback" not in output
-    return code, output
-
-
 def write_option(config_dir: Path, role: str, name: str, text: str) -> None:
-    path = config_dir / "role" / role / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    write(config_dir / "role" / role / f"{name}.yaml", text)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -130,9 +118,8 @@ def test_user_role_option_from_config_dir(tmp_path: Path):
 def test_option_file_without_package_header_is_an_error(tmp_path: Path, capsys):
     confdir = tmp_path / "myconf"
     write_option(confdir, "critic", "nohdr", "optim:\n  lr: 3.0e-05\n")
-    code, output = main_in_process(
-        ["--config-dir", str(confdir), "role/critic=nohdr", f"hydra.run.dir={tmp_path / 'out'}"], capsys
-    )
+    code, out, err = main_in_process(["--config-dir", str(confdir), "role/critic=nohdr"], tmp_path, capsys)
+    output = out + err
     assert code == 2
     for phrase in ("role/critic=nohdr", "`role.critic`", "# @package critic", "role/critic/nohdr.yaml"):
         assert phrase in output, output
@@ -246,16 +233,12 @@ def test_critic_less_algorithm_accepts(overrides):
 def test_user_critic_option_without_critic_is_an_error(tmp_path: Path, capsys):
     confdir = tmp_path / "myconf"
     write_option(confdir, "critic", "high_lr", "# @package critic\noptim:\n  lr: 3.0e-05\n")
-    code, output = main_in_process(
-        [
-            "--config-dir",
-            str(confdir),
-            "role/critic=high_lr",
-            "algorithm.adv_estimator=grpo",
-            f"hydra.run.dir={tmp_path / 'out'}",
-        ],
+    code, out, err = main_in_process(
+        ["--config-dir", str(confdir), "role/critic=high_lr", "algorithm.adv_estimator=grpo"],
+        tmp_path,
         capsys,
     )
+    output = out + err
     assert code == 2
     assert "role/critic: option 'high_lr' overrides the critic" in output
     assert "algorithm.adv_estimator=grpo" in output

@@ -27,7 +27,7 @@ from verl_roles import slime
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.notices import warn
 from verl_roles.output import ROLE_SECTIONS
-from verl_roles.validate import ADV_ESTIMATORS, rule
+from verl_roles.validate import ADV_ESTIMATORS, critic_in_use, rule
 
 # The roles that have a config group of per-role options: role name -> group name.
 ROLE_GROUPS: dict[str, str] = {"actor": "role/actor", "critic": "role/critic"}
@@ -85,14 +85,6 @@ def override_key(override: str) -> str:
     """The key of a Hydra override string: `+critic.x=1` -> `critic.x`, `~critic.x` -> `critic.x`."""
     key = override.split("=", 1)[0].strip()
     return key.lstrip("~+").split("@", 1)[0]
-
-
-def critic_in_use(cfg: DictConfig) -> bool:
-    """verl's rule: ``critic.enable`` decides when set; otherwise only the GAE estimator trains a critic."""
-    enable = cfg.critic.get("enable")
-    if enable is not None:
-        return bool(enable)
-    return cfg.algorithm.adv_estimator == "gae"
 
 
 def apply_roles(cfg: DictConfig, sources: RoleSources) -> list[Problem]:

@@ -868,29 +868,8 @@ class DistillationDistillationLoss:
 
 
 @dataclass
-class TeacherModelInference:
-    """Types of ``distillation.teacher_model.inference``."""
-    name: str
-    dtype: str
-    gpu_memory_utilization: float
-    enforce_eager: bool
-    cudagraph_capture_sizes: list | None
-    free_cache_engine: bool
-    data_parallel_size: int
-    expert_parallel_size: int
-    tensor_model_parallel_size: int
-    max_num_batched_tokens: int
-    max_model_len: int | None
-    max_num_seqs: int
-    load_format: str
-    engine_kwargs: dict
-    limit_images: int | None
-    enable_chunked_prefill: bool
-    enable_prefix_caching: bool
-    disable_log_stats: bool
-    skip_tokenizer_init: bool
-    prompt_length: int
-    response_length: int
+class TeacherModelInference(RewardModelRollout):
+    """Types of ``distillation.teacher_model.inference``: the reward-model engine fields plus temperature."""
     temperature: float
 
 

@@ -32,6 +32,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.output import ROLE_SECTIONS
+from verl_roles.validate import critic_in_use
 
 # Roles a slime file may name, in the order entries are written on export.
 SLIME_ROLES: tuple[str, ...] = ("actor", "critic")
@@ -571,7 +572,6 @@ def run(args: list[str]) -> int:
 def export_slime(overrides: Sequence[str]) -> str:
     """Compose with ``overrides`` and return the slime YAML of its per-role differences."""
     from verl_roles.api import compose
-    from verl_roles.roles import critic_in_use
 
     cfg = compose(overrides)
     if cfg.model_engine != "megatron":

@@ -120,7 +120,8 @@ def _engine(cfg: DictConfig) -> str:
     return str(_get(cfg, "model_engine"))
 
 
-def _critic_in_use(cfg: DictConfig) -> bool:
+def critic_in_use(cfg: DictConfig) -> bool:
+    """verl's rule: ``critic.enable`` decides when set; otherwise only the GAE estimator trains a critic."""
     enable = _get(cfg, f"{CRITIC}.enable")
     if isinstance(enable, bool):
         return enable
@@ -128,7 +129,7 @@ def _critic_in_use(cfg: DictConfig) -> bool:
 
 
 def _trained_roles(cfg: DictConfig) -> list[str]:
-    return [ACTOR, CRITIC] if _critic_in_use(cfg) else [ACTOR]
+    return [ACTOR, CRITIC] if critic_in_use(cfg) else [ACTOR]
 
 
 def _n_gpus(cfg: DictConfig) -> int | None:
@@ -339,7 +340,7 @@ REQUIRED_PATHS = ("actor_rollout_ref.model.path", "data.train_files")
 
 @rule
 def required_paths_are_set(cfg: DictConfig) -> Iterable[Problem]:
-    keys = list(REQUIRED_PATHS) + (["critic.model.path"] if _critic_in_use(cfg) else [])
+    keys = list(REQUIRED_PATHS) + (["critic.model.path"] if critic_in_use(cfg) else [])
     for key in keys:
         value = _get(cfg, key)
         if value is None or (isinstance(value, str) and not value.strip()):
