@@ -1,13 +1,15 @@
-"""The main job through the CLI exactly as a user types it."""
+"""The main job as a user types it: one real console run, the rest in-process on the same code path."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import assert_user_error, run
+import pytest
+from conftest import assert_user_error, main_in_process, run
 from omegaconf import OmegaConf
 
 import verl_roles
+from verl_roles.main import main
 from verl_roles.output import ROLE_SECTIONS
 
 
@@ -26,24 +28,26 @@ def test_main_job_writes_resolved_config_and_role_files(in_tmp: Path):
     assert "TP=1" in result.stdout
 
 
-def test_default_run_in_hydra_output_dir(in_tmp: Path):
-    result = run([], cwd=in_tmp)
-    assert result.returncode == 0, result.stderr
-    resolved = list(in_tmp.glob("outputs/*/*/resolved.yaml"))
+def test_default_run_in_hydra_output_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["hydra/job_logging=none", "hydra/hydra_logging=none"]) == 0, capsys.readouterr().err
+    resolved = list(tmp_path.glob("outputs/*/*/resolved.yaml"))
     assert len(resolved) == 1
     assert OmegaConf.load(resolved[0]).model_engine == "dp"
 
 
-def test_deprecated_config_name_warns_and_matches(in_tmp: Path):
-    result = run(["--config-name", "ppo_megatron_trainer", "hydra.run.dir=old"], cwd=in_tmp)
-    assert result.returncode == 0, result.stderr
-    assert "deprecated" in result.stderr and "model_engine=megatron" in result.stderr
-    modern = run(["model_engine=megatron", "hydra.run.dir=new"], cwd=in_tmp)
-    assert (in_tmp / "old/resolved.yaml").read_bytes() == (in_tmp / "new/resolved.yaml").read_bytes()
-    assert modern.returncode == 0
+def test_deprecated_config_name_warns_and_matches(tmp_path: Path, capsys):
+    code, _, err = main_in_process(["--config-name", "ppo_megatron_trainer"], tmp_path / "old", capsys)
+    assert code == 0, err
+    assert "deprecated" in err and "model_engine=megatron" in err
+    code, _, err = main_in_process(["model_engine=megatron"], tmp_path / "new", capsys)
+    assert code == 0, err
+    old, new = (tmp_path / name / "out/resolved.yaml" for name in ("old", "new"))
+    assert old.read_bytes() == new.read_bytes()
 
 
 def test_hydra_flags_work(in_tmp: Path):
+    # Real processes: --cfg and --info configure Hydra's logging, which must not leak between tests.
     cfg_job = run(["model_engine=megatron", "--cfg", "job", "--resolve"], cwd=in_tmp)
     assert cfg_job.returncode == 0, cfg_job.stderr
     assert OmegaConf.create(cfg_job.stdout).model_engine == "megatron"
@@ -59,7 +63,8 @@ def test_unknown_group_option_is_one_clear_error(in_tmp: Path):
     assert not (in_tmp / "out" / "resolved.yaml").exists()
 
 
-def test_unknown_key_or_group_is_one_clear_error(in_tmp: Path):
-    result = run(["model_enginez=megatron", "hydra.run.dir=out"], cwd=in_tmp)
-    assert_user_error(result, "model_enginez")
-    assert not (in_tmp / "out" / "resolved.yaml").exists()
+def test_unknown_key_is_one_clear_error(tmp_path: Path, capsys):
+    code, out, err = main_in_process(["model_enginez=megatron"], tmp_path, capsys)
+    assert code == 2
+    assert "model_enginez" in err and "model_engine" in err
+    assert not (tmp_path / "out" / "resolved.yaml").exists()
