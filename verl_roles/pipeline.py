@@ -1,7 +1,9 @@
 """The one path every composed config takes, for the CLI and the Python API alike:
-compose (Hydra) -> normalise legacy -> apply roles -> validate -> resolve.
+compose (Hydra) -> normalise legacy -> apply roles -> resolve -> validate -> write.
 
-Hydra does the composing; :func:`finalize` runs the remaining steps on its result.
+Hydra does the composing; :func:`finalize` runs the steps up to validation on its result. Validation
+reads resolved values (an interpolated value is checked as the value it resolves to); nothing is
+written until it has passed.
 """
 
 from __future__ import annotations
