@@ -226,3 +226,18 @@ def test_every_problem_is_reported_together():
     ]
     assert str(error).startswith("4 problems in the config:")
     assert "did you mean algorithm.adv_estimator=gae?" in str(error)
+
+
+def test_every_problem_says_where_its_value_came_from():
+    with pytest.raises(verl_roles.ConfigError) as info:
+        verl_roles.compose(
+            ["data.train_batch_size=16", "actor_rollout_ref.rollout.gpu_memory_utilization=1.5"]
+        )
+    by_key = {problem.key: problem.render() for problem in info.value.problems}
+    from_files = by_key["actor_rollout_ref.actor.ppo_mini_batch_size"]
+    assert "came from the config files" in from_files
+    assert "`verl-roles explain actor_rollout_ref.actor.ppo_mini_batch_size`" in from_files
+    from_command_line = by_key["actor_rollout_ref.rollout.gpu_memory_utilization"]
+    assert "command line override `actor_rollout_ref.rollout.gpu_memory_utilization=1.5`" in from_command_line
+    fix = "Fix: set actor_rollout_ref.rollout.gpu_memory_utilization to a fraction in (0, 1]."
+    assert fix in from_command_line

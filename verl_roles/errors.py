@@ -46,6 +46,11 @@ def _sentence(text: str) -> str:
     return text if text.endswith(("?", "!")) else f"{text}."
 
 
+def config_files_origin(key: str) -> str:
+    """Where a value came from when no command-line override set it."""
+    return f"the config files (`verl-roles explain {key}` with the same overrides names the file)"
+
+
 class VerlRolesError(Exception):
     """Base class of every error verl_roles raises on purpose."""
 

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
 from verl_roles.cli_errors import one_paragraph
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError, Problem, config_files_origin
 
 LIBRARY_ERRORS = (ConfigCompositionException, OmegaConfBaseException, OverrideParseException, yaml.YAMLError)
 
@@ -116,10 +116,17 @@ def raise_translated(error: BaseException, command: CommandLine) -> NoReturn:
 
 def with_origins(error: ConfigError, command: CommandLine) -> ConfigError:
     """Fill in where each problem's value came from when the command line set it."""
-    problems = [p if p.origin else replace(p, origin=command.origin_of(p.key)) for p in error.problems]
+    problems = [_command_origin_first(p, command) for p in error.problems]
     if all(a == b for a, b in zip(problems, error.problems, strict=True)):
         return error
     return ConfigError(problems)
+
+
+def _command_origin_first(problem: Problem, command: CommandLine) -> Problem:
+    """The command line, when it set the key, is where the value came from; else keep what is known."""
+    if problem.origin and problem.origin != config_files_origin(problem.key):
+        return problem
+    return replace(problem, origin=command.origin_of(problem.key) or problem.origin)
 
 
 # --- the shapes of library errors we know -------------------------------------------------------

@@ -7,10 +7,11 @@ config; they never change it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError, Problem, config_files_origin
 
 Rule = Callable[[DictConfig], Iterable[Problem]]
 
@@ -36,7 +37,18 @@ def validate(cfg: DictConfig, extra: Iterable[Problem] = ()) -> None:
     or return when the config is valid."""
     problems = [*extra, *collect_problems(cfg)]
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError([_with_file_origin(cfg, problem) for problem in problems])
+
+
+def _with_file_origin(cfg: DictConfig, problem: Problem) -> Problem:
+    """A problem about a config key says where its value came from; the command line, when it set the
+    key, is filled in later (``hydra_errors.with_origins``), the config files otherwise."""
+    if problem.origin or OmegaConf.select(cfg, problem.key, default=_ABSENT) is _ABSENT:
+        return problem
+    return replace(problem, origin=config_files_origin(problem.key))
+
+
+_ABSENT = object()
 
 
 @rule
@@ -322,6 +334,12 @@ RANGES: tuple[tuple[str, float, bool, float | None, str], ...] = (
 )
 
 
+def _without_note(expected: str) -> str:
+    """``expected`` without a trailing explanatory note: "x > 1 (verl asserts ...)" -> "x > 1"."""
+    head, sep, _ = expected.rpartition(" (")
+    return head if sep and not expected.endswith("]") else expected
+
+
 @rule
 def values_are_in_range(cfg: DictConfig) -> Iterable[Problem]:
     for key, low, inclusive, high, expected in RANGES:
@@ -331,7 +349,7 @@ def values_are_in_range(cfg: DictConfig) -> Iterable[Problem]:
         too_low = value < low or (value == low and not inclusive)
         if too_low or (high is not None and value > high):
             yield Problem(key=key, message="is out of range", value=value, show_value=True,
-                          expected=expected, fix=f"set {key} to {expected.split(' (')[0]}")
+                          expected=expected, fix=f"set {key} to {_without_note(expected)}")
 
 
 # Paths a run cannot start without; a null or empty value here fails only after resources are up.
