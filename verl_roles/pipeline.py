@@ -8,7 +8,7 @@ written until it has passed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -51,6 +51,7 @@ def finalize(
     config_name: str = PRIMARY_CONFIG,
     overrides: Sequence[str] = (),
     choices: Mapping[str, str | None] | None = None,
+    observe: Callable[[str, DictConfig], None] | None = None,
 ) -> DictConfig:
     """Run every step after composition and return the resolved, validated, read-only config.
 
@@ -59,12 +60,19 @@ def finalize(
     by :func:`verl_roles.legacy.translate_overrides`); legacy keys found in config files yield to them.
     ``choices`` are the chosen option of each config group (derived from ``overrides`` when not
     given); the roles step needs both to tell per-role command-line keys from config-file values.
+    ``observe(step, cfg)``, when given, is called after each step that changes the unresolved config
+    (``"legacy"``, ``"roles"``) with ``cfg`` as that step left it, to be read, never changed
+    (``verl-roles explain`` uses it to say what each step did to a key).
     """
     check_config_name(config_name)
     legacy.normalize_config(cfg, overrides)
+    if observe is not None:
+        observe("legacy", cfg)
     # Roles work on the unresolved config, so a value set on a role reaches what follows it (the
     # reference follows the actor's layout).
     role_problems = apply_roles(cfg, RoleSources.from_command_line(overrides, choices))
+    if observe is not None:
+        observe("roles", cfg)
     # Rules read the resolved config: plain values are much cheaper to read than interpolations,
     # and nothing is written before finalize returns, so a problem still stops the run first.
     resolved = resolve(cfg)

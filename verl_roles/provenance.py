@@ -1,31 +1,54 @@
-"""``verl-roles explain KEY [overrides...]``: the resolved value of KEY and every step that produced it.
+"""``verl-roles explain KEY [overrides...]``: the value of KEY the main job would write, and every step
+that produced it.
 
 Hydra merges the files of the defaults list in order, then applies the command-line overrides.
 We ask Hydra for that same defaults list, load each file at its package exactly as Hydra does, and
-record every file that sets KEY (or a section holding it); then the command-line overrides; then,
-when the value is an interpolation, the same story for each key it refers to.
+record every file that sets KEY (or a section holding it); then the command-line overrides. Then the
+composed config goes through the real :func:`verl_roles.pipeline.finalize`, which shows us the config
+after each of its steps: a legacy key moved out of a config file, a value of the slime file named by
+``megatron_config_path``, a role resource key dropped. The value shown is finalize's result. When the
+value is an interpolation, the same story is told for each key it refers to.
 """
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.utils import create_config_search_path
+from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.types import OverrideType
 from hydra.types import RunMode
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
+from verl_roles import slime
 from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.hydra_context import compose_raw, isolated_hydra
-from verl_roles.hydra_errors import LIBRARY_ERRORS, CommandLine, KeyKnowledge, raise_translated
-from verl_roles.legacy import migrate_overrides
-from verl_roles.pipeline import PRIMARY_CONFIG
+from verl_roles.hydra_context import CONF_DIR, compose_raw, isolated_hydra
+from verl_roles.hydra_errors import LIBRARY_ERRORS, CommandLine, KeyKnowledge, raise_translated, translate
+from verl_roles.legacy import LEGACY_KEYS, migrate_overrides
+from verl_roles.output import ROLE_SECTIONS
+from verl_roles.pipeline import PRIMARY_CONFIG, finalize
+from verl_roles.roles import ROLE_GROUPS, SLIME_PATH_KEY
 
 _REFERENCE = re.compile(r"\$\{([^${}:]+)\}")
 _ABSENT = object()
+
+
+class _Removed:
+    """The value of a key a pipeline step removed."""
+
+    def __repr__(self) -> str:
+        return "(removed)"
+
+
+REMOVED = _Removed()
 
 
 @dataclass
@@ -38,10 +61,15 @@ class Step:
 
 @dataclass
 class Explanation:
+    """``value`` is what the main job would write for ``key`` (:data:`REMOVED` for a key a pipeline
+    step removed); ``invalid`` is the error the main job would stop with, when the config is invalid
+    (``value`` is then the value as far as the pipeline got)."""
+
     key: str
     value: object
     steps: list[Step]
     references: list[Explanation] = field(default_factory=list)
+    invalid: ConfigError | None = None
 
     def render(self, indent: str = "") -> str:
         lines = [f"{indent}{self.key} = {_show(self.value)}"]
@@ -59,26 +87,70 @@ def _show(value: object) -> str:
     return "null" if value is None else repr(value) if isinstance(value, str) and not value else str(value)
 
 
-def explain(key: str, overrides: Sequence[str] = (), config_name: str = PRIMARY_CONFIG) -> Explanation:
-    """Where the value of ``key`` comes from, for the config composed from ``overrides``."""
-    return explain_many([key], overrides, config_name)[0]
+@dataclass(frozen=True)
+class UserDir:
+    """A user's ``--config-dir``: as typed (how its files are named) and as an absolute path."""
+
+    typed: str
+    path: str
+
+    @classmethod
+    def of(cls, typed: str) -> UserDir:
+        path = os.path.abspath(os.path.expanduser(typed))
+        if not os.path.isdir(path):
+            raise ConfigError(
+                [
+                    Problem(
+                        key="--config-dir",
+                        message=f"{typed!r} is not a directory",
+                        fix="pass the directory holding your own config files (e.g. role/critic/NAME.yaml)",
+                    )
+                ]
+            )
+        return cls(typed=typed.rstrip("/") or "/", path=path)
+
+    @property
+    def url(self) -> str:
+        return f"file://{self.path}"
+
+    def loader(self) -> ConfigLoaderImpl:
+        """Hydra's config loader on conf/ plus this directory, placed on the search path where
+        ``@hydra.main`` places ``--config-dir`` (after conf/, before the structured configs)."""
+        search_path = create_config_search_path(str(CONF_DIR))
+        search_path.prepend(provider="command-line", path=self.url, anchor=SearchPathQuery(provider="schema"))
+        return ConfigLoaderImpl(config_search_path=search_path)
+
+
+def explain(
+    key: str, overrides: Sequence[str] = (), config_name: str = PRIMARY_CONFIG, config_dir: str | None = None
+) -> Explanation:
+    """Where the value of ``key`` comes from, for the config composed from ``overrides``.
+
+    ``config_name`` and ``config_dir`` mean what ``--config-name`` and ``--config-dir`` mean for the
+    main job. A config the main job would refuse is still explained: see :attr:`Explanation.invalid`.
+    """
+    return explain_many([key], overrides, config_name, config_dir)[0]
 
 
 def explain_many(
-    keys: Sequence[str], overrides: Sequence[str] = (), config_name: str = PRIMARY_CONFIG
+    keys: Sequence[str],
+    overrides: Sequence[str] = (),
+    config_name: str = PRIMARY_CONFIG,
+    config_dir: str | None = None,
 ) -> list[Explanation]:
     """:func:`explain` for several keys of one composition (the files are loaded once)."""
     # Legacy keys are read as their current keys before composing, as the main job does; the
     # chain names the legacy spelling the user typed.
     overrides, translations = migrate_overrides(overrides)
     aliases = {t.new_token: t.old_token for t in translations}
-    command = CommandLine(config_name, list(overrides))
+    user_dir = UserDir.of(config_dir) if config_dir is not None else None
+    command = CommandLine(config_name, list(overrides), config_dir=user_dir.path if user_dir else None)
     try:
-        composed = compose_raw(config_name, overrides)
-        layers = _layers(config_name, list(overrides))
+        composed, layers, choices = _compose(config_name, list(overrides), user_dir)
     except LIBRARY_ERRORS as error:
         raise_translated(error, command)
-    unknown = [key for key in keys if _raw_at(composed, key) is _ABSENT]
+    run = _Pipeline.through_finalize(composed, layers, command, choices)
+    unknown = [key for key in keys if not run.knows(key)]
     if unknown:
         knowledge = KeyKnowledge(command)
         problems = []
@@ -87,25 +159,192 @@ def explain_many(
             fix = f"did you mean `{guess}`?" if guess else "check the spelling"
             problems.append(Problem(key=key, message="is not a key of the composed config", fix=fix))
         raise ConfigError(problems)
-    return [_explain(key, composed, layers, command, aliases, seen=set()) for key in keys]
+    return [_explain(key, run, aliases, seen=set()) for key in keys]
 
 
-def _explain(key: str, composed: DictConfig, layers: list[tuple[str, DictConfig]], command: CommandLine,
-             aliases: dict[str, str], seen: set[str]) -> Explanation:
-    steps = [Step(source, raw) for source, cfg in layers if (raw := _raw_at(cfg, key)) is not _ABSENT]
-    steps += _command_line_steps(key, command, aliases)
-    raw = _raw_at(composed, key)
-    try:
-        value = OmegaConf.select(composed, key, throw_on_missing=False)
-    except Exception as error:  # noqa: BLE001 - show what resolution says instead of a value
-        value = f"<cannot resolve: {error}>"
-    explanation = Explanation(key=key, value=value, steps=steps)
+@dataclass(frozen=True)
+class Layer:
+    """One file of the defaults list: its name (``role/critic/default.yaml``, a user's file prefixed
+    with its ``--config-dir``), how it was mounted, and its content at its package."""
+
+    file: str
+    source: str
+    cfg: DictConfig
+
+
+@dataclass(frozen=True)
+class _Event:
+    """Something a pipeline step did, to the keys in ``paths``."""
+
+    stage: str
+    paths: tuple[str, ...]
+    source: str
+
+
+@dataclass
+class _Pipeline:
+    """The composed config taken through the real ``finalize``: the config after each step
+    (``stages``), what each step did (``events``), and the result or the error it stopped with."""
+
+    layers: list[Layer]
+    command: CommandLine
+    stages: list[tuple[str, DictConfig]]
+    final: DictConfig | None
+    error: ConfigError | None
+    events: list[_Event] = field(default_factory=list)
+
+    @classmethod
+    def through_finalize(
+        cls,
+        composed: DictConfig,
+        layers: list[Layer],
+        command: CommandLine,
+        choices: Mapping[str, str | None],
+    ) -> _Pipeline:
+        stages = [("composed", _copy(composed))]
+        final, error = None, None
+        try:
+            final = finalize(
+                composed,
+                config_name=command.config_name,
+                overrides=command.overrides,
+                choices=choices,
+                observe=lambda step, cfg: stages.append((step, _copy(cfg))),
+            )
+        except (ConfigError, *LIBRARY_ERRORS) as raised:
+            error = translate(raised, command)
+        pipeline = cls(layers, command, stages, final, error)
+        pipeline.events = [*pipeline._legacy_events(), *pipeline._role_events()]
+        return pipeline
+
+    @property
+    def latest(self) -> DictConfig:
+        """The unresolved config as the last step that ran left it."""
+        return self.stages[-1][1]
+
+    def knows(self, key: str) -> bool:
+        return any(_raw_at(cfg, key) is not _ABSENT for _, cfg in self.stages)
+
+    def value(self, key: str) -> object:
+        if self.final is not None:
+            cfg, resolve = self.final, False
+        else:
+            cfg, resolve = self.latest, True
+        if _raw_at(cfg, key) is _ABSENT:
+            return REMOVED
+        if not resolve:
+            return OmegaConf.select(self.final, key)
+        try:
+            return OmegaConf.select(cfg, key, throw_on_missing=False)
+        except Exception as error:  # noqa: BLE001 - show what resolution says instead of a value
+            return f"<cannot resolve: {error}>"
+
+    def _stage(self, name: str) -> tuple[DictConfig, DictConfig] | None:
+        """(config before, config after) the step ``name``, if it ran."""
+        for index, (stage, cfg) in enumerate(self.stages):
+            if stage == name and index:
+                return self.stages[index - 1][1], cfg
+        return None
+
+    def _legacy_events(self) -> list[_Event]:
+        found = self._stage("legacy")
+        if found is None:
+            return []
+        before, after = found
+        events = []
+        for entry in LEGACY_KEYS:
+            for old in _leaves(before, entry.old) if entry.section else [entry.old]:
+                raw = _raw_at(before, old)
+                new = entry.new_key_for(old)
+                if raw is _ABSENT or new is None or _raw_at(after, old) is not _ABSENT:
+                    continue
+                if self.command.override_for(new) is not None or _raw_at(after, new) != entry.converted(raw):
+                    continue  # the command line sets the new key: the legacy value was dropped, not moved
+                where = self._file_setting(old)
+                events.append(_Event("legacy", (old, new), f"legacy key {old} -> {new}{where}"))
+        return events
+
+    def _role_events(self) -> list[_Event]:
+        found = self._stage("roles")
+        if found is None:
+            return []
+        before, after = found
+        events = []
+        path = before.get(SLIME_PATH_KEY)
+        if isinstance(path, str) and path.strip():
+            for entry, name, target, value in slime.role_assignments(slime.read_slime_file(path)):
+                if self.command.override_for(target) is None and _raw_at(after, target) == value:
+                    events.append(_Event("roles", (target,), f"{entry.label(path)} overrides.{name}"))
+        for role in ROLE_GROUPS:
+            for resource in slime.RESOURCE_KEYS:
+                key = f"{ROLE_SECTIONS[role]}.{resource}"
+                if _raw_at(before, key) is not _ABSENT and _raw_at(after, key) is _ABSENT:
+                    events.append(
+                        _Event(
+                            "roles",
+                            (key,),
+                            f"roles step: dropped {key} (a role does not choose its resources; they follow "
+                            "trainer.nnodes and trainer.n_gpus_per_node)",
+                        )
+                    )
+        return events
+
+    def _file_setting(self, key: str) -> str:
+        files = [layer.file for layer in self.layers if _raw_at(layer.cfg, key) is not _ABSENT]
+        return f" (from {files[-1]})" if files else ""
+
+    def steps(self, key: str) -> list[Step]:
+        """What the pipeline steps did to ``key``; each step shows the raw value the step left."""
+        steps = []
+        for (_, before), (stage, after) in zip(self.stages, self.stages[1:], strict=False):
+            raw = _raw_at(after, key)
+            raw = REMOVED if raw is _ABSENT else raw
+            sources = [
+                _event_source(event, key)
+                for event in self.events
+                if event.stage == stage and any(_related(key, path) for path in event.paths)
+            ]
+            if not sources and _raw_at(before, key) != _raw_at(after, key):
+                sources = [f"pipeline step `{stage}`"]
+            steps += [Step(source, raw) for source in sources]
+        return steps
+
+
+def _event_source(event: _Event, key: str) -> str:
+    """An event's source; for a section holding the key the event set, which key that was."""
+    if key in event.paths or len(event.paths) > 1:
+        return event.source
+    return f"{event.source} (sets {event.paths[0]})"
+
+
+def _copy(cfg: DictConfig) -> DictConfig:
+    return pickle.loads(pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL))  # noqa: S301 - our own bytes
+
+
+def _related(key: str, path: str) -> bool:
+    """True when ``key`` is ``path``, inside it, or a section holding it."""
+    return key == path or key.startswith(path + ".") or path.startswith(key + ".")
+
+
+def _leaves(cfg: DictConfig, key: str) -> list[str]:
+    """Every leaf key under the section ``key`` of ``cfg`` (``key`` itself when it is a leaf)."""
+    raw = _raw_at(cfg, key)
+    if not isinstance(raw, dict) or not raw:
+        return [key] if raw is not _ABSENT else []
+    return [leaf for child in raw for leaf in _leaves(cfg, f"{key}.{child}")]
+
+
+def _explain(key: str, run: _Pipeline, aliases: dict[str, str], seen: set[str]) -> Explanation:
+    steps = [
+        Step(layer.source, raw) for layer in run.layers if (raw := _raw_at(layer.cfg, key)) is not _ABSENT
+    ]
+    steps += _command_line_steps(key, run.command, aliases)
+    steps += run.steps(key)
+    explanation = Explanation(key=key, value=run.value(key), steps=steps, invalid=run.error)
     if key not in seen:
-        for target in _references(composed, key):
-            if _raw_at(composed, target) is not _ABSENT:
-                explanation.references.append(
-                    _explain(target, composed, layers, command, aliases, seen | {key})
-                )
+        for target in _references(run.latest, key):
+            if _raw_at(run.latest, target) is not _ABSENT:
+                explanation.references.append(_explain(target, run, aliases, seen | {key}))
     return explanation
 
 
@@ -131,10 +370,21 @@ def _absolute(reference: str, key: str) -> str:
     return ".".join([*parent, reference.lstrip(".")])
 
 
-def _layers(config_name: str, overrides: list[str]) -> list[tuple[str, DictConfig]]:
-    """Each file of the defaults list, in merge order, loaded at its package: (description, config)."""
+def _compose(
+    config_name: str, overrides: list[str], user_dir: UserDir | None
+) -> tuple[DictConfig, list[Layer], dict[str, str | None]]:
+    """The composed (unresolved) config; each file of the defaults list, in merge order, loaded at its
+    package; and the option chosen for each config group (what the main job hands to finalize as
+    Hydra's runtime choices)."""
+    if user_dir is None:
+        composed = compose_raw(config_name, overrides)
     with isolated_hydra():
-        loader = GlobalHydra.instance().config_loader()
+        loader = GlobalHydra.instance().config_loader() if user_dir is None else user_dir.loader()
+        if user_dir is not None:
+            # compose_raw knows conf/ only; a --config-dir is composed by Hydra's own loader.
+            composed = loader.load_configuration(config_name, overrides, RunMode.RUN, from_shell=False)
+            with open_dict(composed):
+                del composed["hydra"]
         _, repo = loader._parse_overrides_and_create_caching_repo(config_name, overrides)  # type: ignore[attr-defined]
         defaults = loader.compute_defaults_list(config_name, overrides, RunMode.RUN)
         layers = []
@@ -142,12 +392,14 @@ def _layers(config_name: str, overrides: list[str]) -> list[tuple[str, DictConfi
             if default.config_path is None or default.config_path.startswith("hydra/"):
                 continue
             loaded = loader._load_single_config(default=default, repo=repo)  # type: ignore[attr-defined]
-            layers.append((_describe(default.config_path, default.package), loaded.config))
-    return layers
+            file = f"{default.config_path}.yaml"
+            if user_dir is not None and loaded.path == user_dir.url:
+                file = f"{user_dir.typed}: {file}"
+            layers.append(Layer(file, _describe(file, default.config_path, default.package), loaded.config))
+    return composed, layers, dict(defaults.overrides.known_choices)
 
 
-def _describe(config_path: str, package: str | None) -> str:
-    where = f"{config_path}.yaml"
+def _describe(file: str, config_path: str, package: str | None) -> str:
     group, _, option = config_path.rpartition("/")
     if group.startswith("role/"):
         how = f"role option {group}={option}"
@@ -156,7 +408,7 @@ def _describe(config_path: str, package: str | None) -> str:
     else:
         how = ""
     mounted = f"at {package}" if package else "at the top level"
-    return f"{where} ({how + ', ' if how else ''}{mounted})"
+    return f"{file} ({how + ', ' if how else ''}{mounted})"
 
 
 def _command_line_steps(key: str, command: CommandLine, aliases: dict[str, str]) -> list[Step]:
@@ -206,28 +458,74 @@ def _raw_at(cfg: DictConfig, key: str) -> object:
     return node._value()  # type: ignore[union-attr]
 
 
-USAGE = """usage: verl-roles explain KEY [--config-name NAME] [OVERRIDES...]
+USAGE = """usage: verl-roles explain [--config-dir DIR] [--config-name NAME] KEY [OVERRIDES...]
 
-Print the resolved value of KEY and every step that produced it: each config file (relative to
-conf/) that set it, in merge order, with the role or engine option that mounted it; the command-line
-override; and, for an interpolation, the same for every key it refers to.
+Print the value of KEY the main job would write and every step that produced it: each config file
+(relative to conf/, or to your --config-dir, named first) that set it, in merge order, with the role
+or engine option that mounted it; the command-line override; what the main job did after composing
+(a legacy key moved out of a config file, a value from the megatron_config_path slime file, a role
+resource key dropped); and, for an interpolation, the same for every key it refers to.
+--config-dir and --config-name mean what they mean for `python -m verl_roles.main`.
+
+If the main job would refuse the config, the chain is still printed (with the value as far as the
+main job got), followed by one line on stderr saying why; the exit code is then 2.
 
 example: verl-roles explain critic.megatron.tensor_model_parallel_size model_engine=megatron"""
+
+_FLAGS = {
+    "--config-name": "config_name",
+    "-cn": "config_name",
+    "--config-dir": "config_dir",
+    "-cd": "config_dir",
+}
+
+
+def parse_args(args: Sequence[str]) -> tuple[str | None, list[str], dict[str, str]]:
+    """(KEY, overrides, {"config_name"|"config_dir": value}) of an explain command line; the flags may
+    come anywhere, as ``--flag VALUE`` or ``--flag=VALUE``; ``--debug`` stays among the overrides."""
+    key, rest, options = None, [], {}
+    items = list(args)
+    while items:
+        item = items.pop(0)
+        name, eq, inline = item.partition("=")
+        if name in _FLAGS:
+            if not eq and not items:
+                raise ConfigError([Problem(key=name, message="needs a value", fix=f"write `{name} VALUE`")])
+            options[_FLAGS[name]] = inline if eq else items.pop(0)
+        elif key is None and not item.startswith(("-", "~", "+")) and "=" not in item:
+            key = item
+        else:
+            rest.append(item)
+    return key, rest, options
+
+
+def _invalid_line(error: ConfigError) -> str:
+    first = error.problems[0]
+    more = len(error.problems) - 1
+    also = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return (
+        f"verl_roles error: this config is invalid, the main job would stop on it: {first.key}: "
+        f"{first.message}{also}. Run `python -m verl_roles.main` with the same arguments for every "
+        "problem and its fix."
+    )
 
 
 def run(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if args else 2
-    key, rest = args[0], list(args[1:])
-    config_name = PRIMARY_CONFIG
-    for flag in ("--config-name", "-cn"):
-        if flag in rest:
-            at = rest.index(flag)
-            config_name = rest[at + 1] if at + 1 < len(rest) else PRIMARY_CONFIG
-            del rest[at : at + 2]
+    explained: list[Explanation] = []
 
     def action() -> None:
-        print(explain(key, [r for r in rest if r != "--debug"], config_name).render())
+        key, rest, options = parse_args(args)
+        if key is None:
+            raise ConfigError([Problem(key="KEY", message="no key to explain", fix="write e.g. "
+                                       "`verl-roles explain trainer.nnodes`")])
+        explained.append(explain(key, [r for r in rest if r != "--debug"], **options))
+        print(explained[-1].render())
 
-    return run_reporting_errors(action, rest)
+    code = run_reporting_errors(action, list(args))
+    if code == 0 and explained and explained[-1].invalid is not None:
+        print(" ".join(_invalid_line(explained[-1].invalid).split()), file=sys.stderr)
+        return 2
+    return code
