@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_user_error, run
+from conftest import assert_user_error, flat, run, write
 from omegaconf import OmegaConf
 
+import verl_roles
 from verl_roles import provenance
 from verl_roles.cli import main as cli_main
 from verl_roles.hydra_context import compose_raw
@@ -119,3 +120,132 @@ def test_cli_subprocess(in_tmp):
     assert "command line `actor_rollout_ref.rollout.n=4`: 4" in result.stdout
     bad = run(["explain", "trainer.nnodes", "model_engine=deepspeed"], cwd=in_tmp, module="verl_roles.cli")
     assert_user_error(bad, "no option 'deepspeed'")
+
+
+# ---------------------------------------------------------------------------------------------------
+# After composition: what finalize does (legacy keys in files, the slime file, role resources), a
+# user's --config-dir, and configs the main job would refuse.
+
+MEGATRON = "model_engine=megatron"
+
+
+@pytest.fixture
+def user_conf(tmp_path):
+    conf = tmp_path / "myconf"
+    write(conf / "role/critic/high_lr.yaml", "# @package critic\noptim:\n  lr: 3e-5\nnum_nodes: 2\n")
+    write(conf / "legacy_run.yaml", "defaults:\n  - ppo_trainer\n  - _self_\n"
+          "actor_rollout_ref:\n  model:\n    lora_rank: 8\n")
+    return conf
+
+
+@pytest.fixture
+def slime_file(tmp_path):
+    return write(tmp_path / "roles.yaml", "megatron:\n  - name: c\n    role: critic\n    overrides:\n"
+                 "      lr: 2e-5\n      clip_grad: 2\n")
+
+
+def test_user_config_dir_role_option_is_named_as_the_users_file(user_conf, capsys, monkeypatch):
+    monkeypatch.chdir(user_conf.parent)
+    assert cli_main(["explain", "--config-dir", "myconf", "critic.optim.lr", "role/critic=high_lr"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "critic.optim.lr = 3e-05",
+        "  1. optim/fsdp.yaml (at critic.optim): 1e-06",
+        "  2. myconf: role/critic/high_lr.yaml (role option role/critic=high_lr, at critic): 3e-05",
+    ]
+
+
+def test_role_resource_key_dropped_by_the_pipeline(user_conf):
+    with pytest.warns(verl_roles.ConfigWarning, match="critic.num_nodes=2"):
+        explained = provenance.explain("critic.num_nodes", ["role/critic=high_lr"], config_dir=str(user_conf))
+    assert explained.value is provenance.REMOVED
+    first, dropped = sources(explained)
+    assert first == (f"{user_conf}: role/critic/high_lr.yaml (role option role/critic=high_lr, at critic)", 2)
+    assert dropped[0].startswith("roles step: dropped critic.num_nodes") and dropped[1] is provenance.REMOVED
+
+
+def test_slime_file_value_is_the_last_step(slime_file):
+    overrides = [MEGATRON, f"megatron_config_path={slime_file}"]
+    explained = provenance.explain("critic.optim.lr", overrides)
+    assert explained.value == 2e-5
+    assert sources(explained)[-1] == (f"{slime_file}: megatron[0] (role critic) overrides.lr", 2e-5)
+    # A per-role command-line key has the last word: the file's value is not applied, so not shown.
+    with pytest.warns(verl_roles.ConfigWarning, match="the command line .* wins over"):
+        explained = provenance.explain("critic.optim.lr", [*overrides, "critic.optim.lr=4e-5"])
+    assert explained.value == 4e-5
+    assert sources(explained)[-1] == ("command line `critic.optim.lr=4e-5`", 4e-5)
+
+
+def test_legacy_key_in_a_user_file_is_moved_to_its_current_key(user_conf):
+    with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank is a deprecated key"):
+        new, old = provenance.explain_many(
+            ["actor_rollout_ref.model.lora.rank", "actor_rollout_ref.model.lora_rank"],
+            config_name="legacy_run",
+            config_dir=str(user_conf),
+        )
+    move = (
+        "legacy key actor_rollout_ref.model.lora_rank -> actor_rollout_ref.model.lora.rank "
+        f"(from {user_conf}: legacy_run.yaml)"
+    )
+    assert new.value == 8
+    assert sources(new) == [("lora/lora.yaml (at actor_rollout_ref.model.lora)", 0), (move, 8)]
+    assert old.value is provenance.REMOVED
+    assert sources(old) == [
+        (f"{user_conf}: legacy_run.yaml (at the top level)", 8),
+        (move, provenance.REMOVED),
+    ]
+
+
+def test_shown_value_is_the_value_compose_returns(slime_file):
+    """The value explain shows is the one the main job writes, for a sample of keys of every kind."""
+    overrides = [MEGATRON, f"megatron_config_path={slime_file}", "megatron.tensor_model_parallel_size=2",
+                 "trainer.n_gpus_per_node=2", "actor_rollout_ref.model.lora_rank=4"]
+    with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank"):
+        resolved = verl_roles.compose(overrides)
+    keys = sorted(flat(resolved))[::29] + [
+        "critic.optim.lr",  # slime file
+        "critic.optim.clip_grad",  # slime file
+        "critic.megatron.tensor_model_parallel_size",  # interpolation of a command-line value
+        "actor_rollout_ref.model.lora.rank",  # legacy command-line key
+        "critic.megatron",  # a whole section
+    ]
+    for key, explained in zip(keys, provenance.explain_many(keys, overrides), strict=True):
+        assert explained.invalid is None
+        assert explained.value == OmegaConf.select(resolved, key), key
+    assert OmegaConf.select(resolved, "critic.optim.lr") == 2e-5
+
+
+def test_invalid_config_is_still_explained_and_exits_2(capsys):
+    code = cli_main(["explain", "trainer.nnodes", "trainer.nnodes=0"])
+    captured = capsys.readouterr()
+    assert code == 2 and "Traceback" not in captured.err
+    assert captured.out.splitlines() == [
+        "trainer.nnodes = 0",
+        "  1. trainer/trainer.yaml (at trainer): 1",
+        "  2. command line `trainer.nnodes=0`: 0",
+    ]
+    (line,) = captured.err.splitlines()
+    assert "this config is invalid, the main job would stop on it: trainer.nnodes:" in line
+
+
+def test_explanation_carries_the_error_of_an_invalid_config(slime_file):
+    explained = provenance.explain("critic.optim.lr", [f"megatron_config_path={slime_file}"])
+    assert explained.value == 1e-5  # composed; the slime file needs model_engine=megatron
+    assert explained.invalid is not None and explained.invalid.problems[0].key == "megatron_config_path"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--config-dir", "d", "--config-name", "n", "k", "a=1"],
+        ["k", "--config-name=n", "a=1", "-cd", "d"],
+        ["a=1", "-cn", "n", "--config-dir=d", "k"],
+    ],
+)
+def test_flags_and_key_in_any_order(args):
+    assert provenance.parse_args(args) == ("k", ["a=1"], {"config_name": "n", "config_dir": "d"})
+
+
+def test_missing_config_dir_is_a_user_error(tmp_path, capsys):
+    assert cli_main(["explain", "--config-dir", str(tmp_path / "nope"), "trainer.nnodes"]) == 2
+    err = capsys.readouterr().err
+    assert "--config-dir" in err and "is not a directory" in err and "Traceback" not in err

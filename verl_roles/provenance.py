@@ -226,14 +226,10 @@ class _Pipeline:
         return any(_raw_at(cfg, key) is not _ABSENT for _, cfg in self.stages)
 
     def value(self, key: str) -> object:
-        if self.final is not None:
-            cfg, resolve = self.final, False
-        else:
-            cfg, resolve = self.latest, True
+        """finalize's value of ``key``; for an invalid config, the value as far as finalize got."""
+        cfg = self.latest if self.final is None else self.final
         if _raw_at(cfg, key) is _ABSENT:
             return REMOVED
-        if not resolve:
-            return OmegaConf.select(self.final, key)
         try:
             return OmegaConf.select(cfg, key, throw_on_missing=False)
         except Exception as error:  # noqa: BLE001 - show what resolution says instead of a value
