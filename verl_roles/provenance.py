@@ -254,10 +254,13 @@ class _Pipeline:
                 new = entry.new_key_for(old)
                 if raw is _ABSENT or new is None or _raw_at(after, old) is not _ABSENT:
                     continue
-                if self.command.override_for(new) is not None or _raw_at(after, new) != entry.converted(raw):
-                    continue  # the command line sets the new key: the legacy value was dropped, not moved
                 where = self._file_setting(old)
-                events.append(_Event("legacy", (old, new), f"legacy key {old} -> {new}{where}"))
+                if self.command.override_for(new) is not None:
+                    # The command line sets the new key: the file's legacy value is dropped, not moved.
+                    source = f"legacy key {old}{where} dropped: the command line sets {new}"
+                    events.append(_Event("legacy", (old,), source))
+                elif _raw_at(after, new) == entry.converted(raw):
+                    events.append(_Event("legacy", (old, new), f"legacy key {old} -> {new}{where}"))
         return events
 
     def _role_events(self) -> list[_Event]:
