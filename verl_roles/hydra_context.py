@@ -26,15 +26,16 @@ import io
 import os
 import pickle
 import threading
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from hydra import initialize_config_dir
-from hydra._internal import config_loader_impl
+from hydra._internal import config_loader_impl, defaults_list
 from hydra._internal import hydra as hydra_internal
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
@@ -43,7 +44,7 @@ from hydra._internal.core_plugins.importlib_resources_config_source import Impor
 from hydra._internal.defaults_list import DefaultsList
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import ConfigSearchPath
-from hydra.core.default_element import ResultDefault
+from hydra.core.default_element import InputDefault, ResultDefault
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
@@ -56,6 +57,8 @@ from hydra.version import VersionBase
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf._utils import get_yaml_loader
 from omegaconf.errors import OmegaConfBaseException
+
+from verl_roles import disk_cache
 
 
 def _find_conf_dir() -> Path:
@@ -187,12 +190,16 @@ class _SourcesCache:
     """Loaded files and composed defaults lists of one set of config sources."""
 
     def __init__(self, sources: Sequence[ConfigSource]):
-        self.directories = [d for d in (_source_directory(s) for s in sources) if d is not None]
+        self.described = [(s.scheme(), s.provider, s.path, _source_directory(s)) for s in sources]
+        self.directories = [d for (_, _, _, d) in self.described if d is not None]
         self.stamp = _tree_stamp(self.directories)
         self.files: dict[str, ConfigResult | None] = {}
         self.groups: dict[str, bool] = {}
         self.defaults: dict[tuple[Any, ...], DefaultsList] = {}
         self.composed: dict[tuple[tuple[Any, ...], ...], bytes | DictConfig] = {}
+        # Digest of the files for the disk cache, computed when first needed after each change.
+        self.files_digest: str | None = None
+        self.files_digested = False
 
     def refresh(self) -> None:
         """Forget everything when a file of the tree was added, removed or changed."""
@@ -201,6 +208,33 @@ class _SourcesCache:
             self.stamp = stamp
             for memo in (self.files, self.groups, self.defaults, self.composed):
                 memo.clear()
+            self.files_digested = False
+
+    def disk_key(self, *inputs: Any, fresh: bool = False) -> str | None:
+        """The disk cache key of a result of these sources computed from ``inputs``, or None when the
+        disk cache is off or the sources cannot be fingerprinted.
+
+        ``fresh=True`` reads every file again instead of using the digest taken for this process's
+        current file stamps: a result is stored only when that key is still the key it was looked
+        up under, so a file edited while it was being composed is never stored under the old bytes.
+        """
+        if not disk_cache.enabled():
+            return None
+        if fresh:
+            files = disk_cache.files_digest(self.described)
+        else:
+            if not self.files_digested:
+                self.files_digest = disk_cache.files_digest(self.described)
+                self.files_digested = True
+            files = self.files_digest
+        if files is None:
+            return None
+        store = ""
+        if any(scheme == "structured" for scheme, _, _, _ in self.described):
+            store = disk_cache.config_store_digest()
+            if store is None:
+                return None
+        return repr((files, store, str(VersionBase.instance().getbase()), *inputs))
 
 
 _CACHES: dict[tuple[tuple[str, str, str], ...], _SourcesCache] = {}
@@ -276,6 +310,30 @@ class _CallRepository(CachingConfigRepository):
 
 
 _HYDRA_CREATE_DEFAULTS_LIST = config_loader_impl.create_defaults_list
+_HYDRA_CHECK_NOT_MISSING = defaults_list._check_not_missing
+
+_T = TypeVar("_T")
+
+
+def _computed_without_warnings(compute: Callable[[], _T], again: Callable[[], None]) -> tuple[_T, bool]:
+    """``compute()`` and whether it ran without a warning, i.e. whether its result may be kept on disk.
+
+    Hydra warns while composing about deprecated config syntax; a result served from disk would not
+    warn again. So warnings are recorded, and when there was one, ``again()`` resets what the first run
+    may have changed and the computation runs once more with warnings going out as usual; that result
+    is not kept on disk.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = compute()
+        except Exception:
+            if not caught:
+                raise
+    if not caught:
+        return result, True
+    again()
+    return compute(), False
 
 
 def _memoized_create_defaults_list(
@@ -291,6 +349,10 @@ def _memoized_create_defaults_list(
     is not a dict, and otherwise into the value overrides (sweep overrides are left out). The defaults
     list depends only on the former, so it is computed once per distinct set of group choices and the
     value overrides of this call are attached to it.
+
+    ``skip_missing`` (Hydra's mode for sweeps, used by ``@hydra.main`` to read the run mode) only
+    matters when a group is left at ``???``: a list computed without meeting one serves both modes,
+    so a run's second composition reuses its first.
     """
     if not isinstance(repo, _CallRepository):
         return _HYDRA_CREATE_DEFAULTS_LIST(repo, config_name, overrides_list, prepend_hydra, skip_missing)
@@ -304,17 +366,70 @@ def _memoized_create_defaults_list(
         else:
             group_overrides.append(override)
     cache = _cache_for(repo.get_sources())
-    key = (config_name, tuple(o.input_line for o in group_overrides), prepend_hydra, skip_missing)
-    memo = cache.defaults.get(key)
+    inputs = (config_name, tuple(o.input_line for o in group_overrides), prepend_hydra)
+    keys = [(*inputs, "either"), (*inputs, skip_missing)]
+    memo = next((cache.defaults[key] for key in keys if key in cache.defaults), None)
     if memo is None:
-        memo = _HYDRA_CREATE_DEFAULTS_LIST(repo, config_name, group_overrides, prepend_hydra, skip_missing)
-        cache.defaults[key] = memo
+        memo = _stored_defaults_list(cache, keys)
+    if memo is None:
+        memo = _computed_defaults_list(repo, cache, keys, group_overrides, skip_missing)
     return DefaultsList(
         defaults=memo.defaults,
         config_overrides=value_overrides,
         defaults_tree=memo.defaults_tree,
         overrides=memo.overrides,
     )
+
+
+def _stored_defaults_list(cache: _SourcesCache, keys: list[tuple[Any, ...]]) -> DefaultsList | None:
+    for key in keys:
+        disk_key = cache.disk_key("defaults list", key)
+        if disk_key is None:
+            return None
+        stored = disk_cache.load(disk_key)
+        if isinstance(stored, DefaultsList):
+            cache.defaults[key] = stored
+            return stored
+    return None
+
+
+def _computed_defaults_list(
+    repo: Any,
+    cache: _SourcesCache,
+    keys: list[tuple[Any, ...]],
+    group_overrides: list[Override],
+    skip_missing: bool,
+) -> DefaultsList:
+    config_name, _, prepend_hydra, _ = keys[0]
+    skipped: list[InputDefault] = []
+
+    def check_not_missing(repo: Any, default: InputDefault, skip_missing: bool) -> bool:
+        missing = _HYDRA_CHECK_NOT_MISSING(repo=repo, default=default, skip_missing=skip_missing)
+        if missing:
+            skipped.append(default)
+        return missing
+
+    def compute() -> DefaultsList:
+        skipped.clear()
+        defaults_list._check_not_missing = check_not_missing
+        try:
+            return _HYDRA_CREATE_DEFAULTS_LIST(
+                repo, config_name, group_overrides, prepend_hydra, skip_missing
+            )
+        finally:
+            defaults_list._check_not_missing = _HYDRA_CHECK_NOT_MISSING
+
+    key = keys[0]
+    disk_key = cache.disk_key("defaults list", key)
+    memo, keep = _computed_without_warnings(compute, lambda: None)
+    if skipped:
+        # A group left at ``???`` was skipped: the list is only right in this mode.
+        key = keys[1]
+        disk_key = cache.disk_key("defaults list", key)
+    cache.defaults[key] = memo
+    if keep and disk_key is not None and disk_key == cache.disk_key("defaults list", key, fresh=True):
+        disk_cache.store(disk_key, memo)
+    return memo
 
 
 _SWAP_LOCK = threading.RLock()
@@ -391,13 +506,44 @@ class MemoizingConfigLoader(SweepConfigLoader):
         template = cache.composed.get(key)
         if template is not None:
             return _thaw(template)
+        disk_key = cache.disk_key("composed", key)
+        stored = _stored_composition(disk_key)
+        if stored is not None:
+            cache.composed[key], cfg = stored
+            return cfg
+
         # The merge adopts the nodes of the files it merges, as in stock Hydra: hand it the loaded files
         # themselves and drop them from the file cache (a later new defaults list reads them again).
-        cfg = super()._compose_config_from_defaults_list(defaults, repo)
-        for default in defaults:
-            cache.files.pop(str(default.config_path), None)
-        cache.composed[key] = _freeze(cfg)
+        def forget_files() -> None:
+            for default in defaults:
+                cache.files.pop(str(default.config_path), None)
+
+        cfg, keep = _computed_without_warnings(
+            lambda: super(MemoizingConfigLoader, self)._compose_config_from_defaults_list(defaults, repo),
+            forget_files,
+        )
+        forget_files()
+        template = cache.composed[key] = _freeze(cfg)
+        if (
+            keep
+            and isinstance(template, bytes)
+            and disk_key is not None
+            and disk_key == cache.disk_key("composed", key, fresh=True)
+        ):
+            disk_cache.store(disk_key, template)
         return cfg
+
+
+def _stored_composition(disk_key: str | None) -> tuple[bytes, DictConfig] | None:
+    """The pickled composition kept on disk under ``disk_key`` and a copy of it, if there is a sound one."""
+    stored = disk_cache.load(disk_key) if disk_key is not None else None
+    if not isinstance(stored, bytes):
+        return None
+    try:
+        cfg = _thaw(stored)
+    except Exception:  # noqa: BLE001 - a damaged entry: compose from the files instead
+        return None
+    return (stored, cfg) if isinstance(cfg, DictConfig) else None
 
 
 def _freeze(cfg: DictConfig) -> bytes | DictConfig:
