@@ -13,10 +13,17 @@ the full megatron config), and the merge rebuilds every node.
 - a composition memo: the merged result of one defaults list, copied on every later call with the
   same group choices (``model_engine=...``, ``role/critic=...``) instead of merged again.
 
-Everything else (override parsing, the defaults list, applying value overrides, Hydra's errors and
-warnings) is Hydra's code, so the result is the config Hydra composes. ``compose_raw`` uses one private
-loader and never touches ``GlobalHydra``; :func:`memoized_hydra_main` makes ``@hydra.main`` (and
-the launchers, which call the same loader for every job of a sweep) use it too.
+The defaults lists (memoized per set of group choices) and the merged results are also kept on disk
+between processes (:mod:`verl_roles.disk_cache`, keyed by the bytes of every config file, the config
+store and the code versions), so a fresh process skips Hydra's cold first composition when the same
+config was composed before. A ``@hydra.main`` run composes twice (once in Hydra's sweep mode to read
+the run mode, then for the run); both use one defaults list unless a group is left at ``???``, the
+only case where the two modes differ.
+
+Everything else (override parsing, applying value overrides, Hydra's errors and warnings) is Hydra's
+code, so the result is the config Hydra composes. ``compose_raw`` uses one private loader and never
+touches ``GlobalHydra``; :func:`memoized_hydra_main` makes ``@hydra.main`` (and the launchers, which
+call the same loader for every job of a sweep) use it too.
 """
 
 from __future__ import annotations
@@ -315,14 +322,18 @@ _HYDRA_CHECK_NOT_MISSING = defaults_list._check_not_missing
 _T = TypeVar("_T")
 
 
-def _computed_without_warnings(compute: Callable[[], _T], again: Callable[[], None]) -> tuple[_T, bool]:
+def _computed_without_warnings(
+    compute: Callable[[], _T], again: Callable[[], None], watch: bool
+) -> tuple[_T, bool]:
     """``compute()`` and whether it ran without a warning, i.e. whether its result may be kept on disk.
 
-    Hydra warns while composing about deprecated config syntax; a result served from disk would not
-    warn again. So warnings are recorded, and when there was one, ``again()`` resets what the first run
-    may have changed and the computation runs once more with warnings going out as usual; that result
-    is not kept on disk.
+    Hydra warns while composing about deprecated config syntax (a primary config without ``_self_``...);
+    a result served from disk would not warn again. So with ``watch`` (a disk cache to fill) warnings are
+    recorded, and when there was one, ``again()`` undoes what the first run may have changed and the
+    computation runs once more with warnings going out as usual; that result is not kept on disk.
     """
+    if not watch:
+        return compute(), False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -410,6 +421,7 @@ def _computed_defaults_list(
         return missing
 
     def compute() -> DefaultsList:
+        # Swapped for this call only; _SWAP_LOCK is held for the whole composition.
         skipped.clear()
         defaults_list._check_not_missing = check_not_missing
         try:
@@ -421,7 +433,7 @@ def _computed_defaults_list(
 
     key = keys[0]
     disk_key = cache.disk_key("defaults list", key)
-    memo, keep = _computed_without_warnings(compute, lambda: None)
+    memo, keep = _computed_without_warnings(compute, lambda: None, watch=disk_key is not None)
     if skipped:
         # A group left at ``???`` was skipped: the list is only right in this mode.
         key = keys[1]
@@ -521,6 +533,7 @@ class MemoizingConfigLoader(SweepConfigLoader):
         cfg, keep = _computed_without_warnings(
             lambda: super(MemoizingConfigLoader, self)._compose_config_from_defaults_list(defaults, repo),
             forget_files,
+            watch=disk_key is not None,
         )
         forget_files()
         template = cache.composed[key] = _freeze(cfg)
