@@ -5,13 +5,14 @@ is most of the CLI's start-up. Its results depend only on the bytes of the confi
 store and the versions of the code that reads them, so they are kept between processes under
 ``${XDG_CACHE_HOME:-~/.cache}/verl_roles/compose-v1/``, one file per result.
 
-An entry's name is the SHA-256 of its key, and the key is a digest of everything the result depends on
-(see :func:`sources_digest`) plus the inputs of the step (config name, group choices...). Content, not
-modification times: an edited file gives a new key, so a stale entry is never found. Each entry starts
-with a format line and carries its full key, and is read only when it is a regular file of the current
-user in a directory only that user can write; anything else (a corrupt, truncated, foreign or
-unreadable entry) counts as a miss and is computed again. Entries are written atomically (a temporary
-file, then a rename); when the directory cannot be written the cache is skipped silently.
+An entry's name is the SHA-256 of its key, and the key is a digest of everything the result depends
+on (:func:`files_digest`, :func:`config_store_digest`) plus the inputs of the step (config name, group
+choices...). Content, not modification times: an edited file gives a new key, so a stale entry is
+never found. Each entry starts with a format line and carries its full key, and is read only when it
+is a regular file of the current user in a directory only that user can write; anything else (a
+corrupt, truncated, foreign or unreadable entry) counts as a miss and is computed again. Entries are
+written atomically (a temporary file, then a rename); when the directory cannot be written the cache
+is skipped silently.
 
 Entries are pickles, which is why the cache lives in the user's own cache directory and nowhere
 shared. ``VERL_ROLES_NO_DISK_CACHE=1`` turns this cache off (the in-process caches stay);
@@ -44,13 +45,20 @@ _KEEP_ENTRIES = 192
 
 
 def enabled() -> bool:
-    """False when ``VERL_ROLES_NO_DISK_CACHE`` is set (to anything but ``0``)."""
-    return os.environ.get(NO_DISK_CACHE_ENV, "") in ("", "0")
+    """False when ``VERL_ROLES_NO_DISK_CACHE`` is set (to anything but ``0``), and on a system without
+    user ids to check an entry's owner against."""
+    return os.environ.get(NO_DISK_CACHE_ENV, "") in ("", "0") and hasattr(os, "getuid")
 
 
-def cache_directory() -> Path:
-    """``$XDG_CACHE_HOME/verl_roles/compose-v1``, with ``~/.cache`` when ``XDG_CACHE_HOME`` is unset."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+def cache_directory() -> Path | None:
+    """``$XDG_CACHE_HOME/verl_roles/compose-v1``, with ``~/.cache`` when ``XDG_CACHE_HOME`` is unset;
+    None when that is not an absolute path (no home directory, or a relative ``XDG_CACHE_HOME``, which
+    the XDG specification says to ignore)."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(base):
+        return None
     return Path(base) / "verl_roles" / _SUBDIR
 
 
@@ -115,7 +123,10 @@ def files_digest(sources: Iterable[tuple[str, str, str, str | None]]) -> str | N
     :func:`config_store_digest`). None when another kind of source contributes (its content cannot be
     checked, so nothing is cached for it) or a file cannot be read.
     """
-    digest = hashlib.sha256(repr(_code_versions()).encode())
+    try:
+        digest = hashlib.sha256(repr(_code_versions()).encode())
+    except OSError:  # our own sources cannot be read (e.g. a zipped install): nothing to key on
+        return None
     for scheme, provider, path, directory in sources:
         if directory is not None:
             try:
@@ -133,6 +144,8 @@ def files_digest(sources: Iterable[tuple[str, str, str, str | None]]) -> str | N
 def _private_directory(create: bool) -> Path | None:
     """The cache folder when it is ours alone (created 0700 if asked), else None."""
     directory = cache_directory()
+    if directory is None:
+        return None
     try:
         if create:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
