@@ -74,7 +74,3 @@ class ConfigError(VerlRolesError):
         body = "\n\n".join(f"{i}. {p.render()}" for i, p in enumerate(self.problems, 1))
         return f"{head}\n\n{body}"
 
-
-def config_error(key: str, message: str, fix: str = "", **details: object) -> ConfigError:
-    """Shorthand for a :class:`ConfigError` with a single problem."""
-    return ConfigError([Problem(key=key, message=message, fix=fix, **details)])  # type: ignore[arg-type]

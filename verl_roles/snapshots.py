@@ -138,14 +138,9 @@ def header(variant: Variant, cfg_text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(variant: Variant) -> str:
-    """The full text of ``variant``'s snapshot (header + resolved config)."""
-    body = resolved_text(variant.composition)
-    return header(variant, body) + body
-
-
 def render_checked(variant: Variant) -> str:
-    """:func:`render`, after checking that every ``same_as`` composition gives the same config."""
+    """The full text of ``variant``'s snapshot (header + resolved config), after checking that every
+    ``same_as`` composition gives the same config."""
     body = resolved_text(variant.composition)
     problems = []
     for other in variant.same_as:
