@@ -286,6 +286,15 @@ def test_python_api_conflict_raises_config_error():
         verl_roles.compose(["critic.model.lora_rank=4", "critic.model.lora.rank=8"])
 
 
+def test_unparsable_value_of_a_converted_legacy_key_is_a_config_error(capsys):
+    token = "critic.model.exclude_modules=[a,"
+    with pytest.warns(ConfigDeprecationWarning), pytest.raises(ConfigError, match="not a valid Hydra"):
+        verl_roles.compose([token])
+    code, out, err = migrate_in_process([token], capsys)
+    assert code == 0 and "Traceback" not in err
+    assert out.strip() == "'critic.model.lora.exclude_modules=[a,'"
+
+
 # --------------------------------------------------------------------------- equivalence
 
 MANDATORY_ROLLOUT_NAME = "legacy left it mandatory (???); it defaults to vllm so a bare run composes"

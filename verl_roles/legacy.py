@@ -163,8 +163,13 @@ def _convert_value_text(entry: LegacyKey, token: str, rest: str) -> str:
     if entry.convert is None or not rest:
         return rest
     from hydra.core.override_parser.types import ChoiceSweep
+    from hydra.errors import HydraException
 
-    override = _parse(token)
+    try:
+        override = _parse(token)
+    except HydraException:
+        # An unparsable value is left as typed, for Hydra to report with the rest of the command line.
+        return rest
     if override.is_sweep_override():
         sweep = override.value()
         if not isinstance(sweep, ChoiceSweep) or not sweep.simple_form:
