@@ -241,3 +241,24 @@ def test_every_problem_says_where_its_value_came_from():
     assert "command line override `actor_rollout_ref.rollout.gpu_memory_utilization=1.5`" in from_command_line
     fix = "Fix: set actor_rollout_ref.rollout.gpu_memory_utilization to a fraction in (0, 1]."
     assert fix in from_command_line
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        ([], "no command given"),
+        (["bogus"], "unknown command 'bogus'"),
+        (["explain"], "no key to explain"),
+        (["export-slime", "-o"], "-o: needs a file name"),
+        (["migrate", "critic.model.lora_rank=4", "critic.model.lora.rank=8"], "different values"),
+    ],
+    ids=["no-command", "unknown-command", "explain-no-key", "export-slime-no-file", "migrate-conflict"],
+)
+def test_verl_roles_command_mistake_is_one_paragraph_on_stderr(args, phrase, capsys):
+    from verl_roles.cli import main as cli_main
+
+    code = cli_main(args)
+    captured = capsys.readouterr()
+    assert code == 2 and not captured.out
+    assert captured.err.startswith("verl_roles error: ") and captured.err.count("\n") == 1, captured.err
+    assert phrase in captured.err

@@ -30,17 +30,22 @@ def _help() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help", "help"):
+    if args and args[0] in ("-h", "--help", "help"):
         print(_help())
-        return 0 if args else 2
+        return 0
+    commands = ", ".join(sorted(COMMANDS))
+    if not args:
+        # Worded as cli_errors words every user mistake (not imported: it loads Hydra).
+        print(f"verl_roles error: no command given. Fix: write `verl-roles COMMAND`, one of {commands} "
+              "(`verl-roles --help` says what each does).", file=sys.stderr)
+        return 2
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
         from difflib import get_close_matches
 
         close = get_close_matches(name, COMMANDS, n=1)
         hint = f" Did you mean `verl-roles {close[0]}`?" if close else ""
-        print(f"verl-roles error: unknown command {name!r}.{hint} Commands: {', '.join(sorted(COMMANDS))}.",
-              file=sys.stderr)
+        print(f"verl_roles error: unknown command {name!r}.{hint} Commands: {commands}.", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     return int(module.run(rest))

@@ -13,7 +13,7 @@ import re
 import shlex
 import sys
 
-from verl_roles.errors import ConfigError
+from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.legacy import LEGACY_CONFIG_NAMES, migrate_overrides
 
 USAGE = """usage: verl-roles migrate [ARGS...]
@@ -83,14 +83,13 @@ def run(args: list[str]) -> int:
     if args and args[0] in ("-h", "--help"):
         print(USAGE)
         return 0
-    try:
-        tokens, changes = migrate_command_line(list(args))
-    except ConfigError as error:
-        print(f"verl-roles migrate error: {error.render()}", file=sys.stderr)
-        return 2
+    return run_reporting_errors(lambda: _migrate(list(args)), list(args))
+
+
+def _migrate(args: list[str]) -> None:
+    tokens, changes = migrate_command_line(args)
     print(" ".join(shell_quote(token) for token in tokens))
     for change in changes:
         print(f"migrate: {change}", file=sys.stderr)
     if not changes:
         print("migrate: nothing to change; the command line uses no legacy key", file=sys.stderr)
-    return 0

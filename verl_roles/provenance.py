@@ -510,9 +510,9 @@ def _invalid_line(error: ConfigError) -> str:
 
 
 def run(args: list[str]) -> int:
-    if not args or args[0] in ("-h", "--help"):
+    if args and args[0] in ("-h", "--help"):
         print(USAGE)
-        return 0 if args else 2
+        return 0
     explained: list[Explanation] = []
 
     def action() -> None:

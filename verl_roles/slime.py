@@ -553,6 +553,11 @@ def run(args: list[str]) -> int:
     if any(arg in ("-h", "--help") for arg in args):
         print(USAGE)
         return 0
+    return run_reporting_errors(lambda: _export(*_parse_args(args)), args)
+
+
+def _parse_args(args: list[str]) -> tuple[list[str], str | None]:
+    """(overrides, output file or None) of an export-slime command line (``--debug`` already removed)."""
     output: str | None = None
     overrides: list[str] = []
     it = iter(args)
@@ -560,13 +565,15 @@ def run(args: list[str]) -> int:
         if arg in ("-o", "--output"):
             output = next(it, None)
             if output is None:
-                print("verl-roles error: -o needs a file name.\n" + USAGE, file=sys.stderr)
-                return 2
+                raise ConfigError(
+                    [Problem(key=arg, message="needs a file name", fix=f"write `{arg} FILE`, or leave it "
+                             "out to print to stdout (see `verl-roles export-slime --help`)")]
+                )
         elif arg.startswith("--output="):
             output = arg.split("=", 1)[1]
         else:
             overrides.append(arg)
-    return run_reporting_errors(lambda: _export(overrides, output), overrides)
+    return overrides, output
 
 
 def export_slime(overrides: Sequence[str]) -> str:
