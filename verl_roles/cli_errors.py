@@ -53,11 +53,10 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
     """Run ``action``; turn a user mistake into a message on stderr and exit code 2."""
     debug = debug_requested(args)
     saved_env = os.environ.get("HYDRA_FULL_ERROR")
-    saved_show = warnings.showwarning
     # Let Hydra re-raise instead of printing its own report, so we word the error ourselves.
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    warnings.showwarning = _show_warning
     try:
+        # catch_warnings puts the caller's filters and showwarning back on the way out.
         with warnings.catch_warnings():
             warnings.simplefilter("default", ConfigWarning)
             warnings.showwarning = _show_warning
@@ -68,7 +67,6 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
         print(f"verl_roles error: {report(error)}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     finally:
-        warnings.showwarning = saved_show
         if saved_env is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
         else:
