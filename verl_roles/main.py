@@ -32,7 +32,7 @@ def run_job(cfg: DictConfig) -> Path:
     hydra_cfg = HydraConfig.get()
     config_name = hydra_cfg.job.config_name or PRIMARY_CONFIG
     # Unresolved: an override's value may itself be an interpolation such as `${trainer.nnodes}`.
-    overrides = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
+    overrides = sweep.task_overrides(hydra_cfg)
     choices = OmegaConf.to_container(hydra_cfg.runtime.choices, resolve=False)
     resolved = finalize(cfg, config_name=config_name, overrides=overrides, choices=choices)
     out_dir = Path(hydra_cfg.runtime.output_dir)
