@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 
 import yaml
 from hydra import initialize_config_dir
+from hydra import version as hydra_version
 from hydra._internal import config_loader_impl, defaults_list
 from hydra._internal import hydra as hydra_internal
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
@@ -605,18 +606,11 @@ def _version_base_1_3() -> Iterator[None]:
     """Hydra's behaviour for ``version_base=None`` during one call; the caller's setting is put back."""
     version_base = VersionBase.instance()
     saved = version_base.version_base
-    version_base.setbase(_current_hydra_version())
+    hydra_version.setbase(None)  # what @hydra.main(version_base=None) does
     try:
         yield
     finally:
         version_base.version_base = saved
-
-
-def _current_hydra_version() -> Any:
-    from hydra import __version__
-    from hydra.version import _get_version
-
-    return _get_version(__version__)
 
 
 def compose_raw(config_name: str, overrides: Sequence[str]) -> DictConfig:
