@@ -23,12 +23,9 @@ from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
 from verl_roles.cli_errors import one_paragraph
 from verl_roles.errors import ConfigError, Problem, config_files_origin
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES
 
 LIBRARY_ERRORS = (ConfigCompositionException, OmegaConfBaseException, OverrideParseException, yaml.YAMLError)
-
-ENGINE_ALIASES = {"fsdp": "dp"}
-ENGINES = ("dp", "megatron")
-ENGINE_KEY = "model_engine"
 
 
 @dataclass
@@ -264,7 +261,8 @@ class KeyKnowledge:
         self._keys: dict[str, set[str]] = {}
         self._groups: list[str] | None = None
         base = self._key_set(engine=None)
-        default_engine = next((k.partition("=")[2] for k in base if k.startswith(f"{ENGINE_KEY}=")), "dp")
+        chosen = (k.partition("=")[2] for k in base if k.startswith(f"{ENGINE_KEY}="))
+        default_engine = next(chosen, DEFAULT_ENGINE)
         self.engine = command.engine(default_engine)
         self._keys[self.engine] = {k for k in base if "=" not in k}
 
@@ -323,7 +321,7 @@ def _composed_key_set(config_name: str, overrides: tuple[str, ...]) -> frozenset
         cfg = compose_raw(config_name, list(overrides))
     except Exception:  # noqa: BLE001 - best effort: without a key set we just give no suggestion
         return frozenset()
-    return frozenset([*_all_keys(cfg), f"{ENGINE_KEY}={cfg.get(ENGINE_KEY, 'dp')}"])
+    return frozenset([*_all_keys(cfg), f"{ENGINE_KEY}={cfg.get(ENGINE_KEY, DEFAULT_ENGINE)}"])
 
 
 def _all_keys(cfg: DictConfig, prefix: str = "") -> Iterable[str]:

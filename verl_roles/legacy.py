@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.notices import ConfigDeprecationWarning, warn
 
 Convert = Callable[[object], object]
@@ -356,7 +357,7 @@ def normalize_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
     found = list(_legacy_keys_in(cfg))
     if not found:
         return
-    engine = str(cfg.get("model_engine", "dp"))
+    engine = str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE))
     cli_keys = _set_by(overrides)
     problems: list[Problem] = []
     moves: list[tuple[str, object]] = []

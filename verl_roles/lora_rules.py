@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import Problem
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.validate import rule
 
 LORA_SECTIONS = ("actor_rollout_ref.model.lora", "critic.model.lora")
@@ -129,7 +130,7 @@ def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Prob
 @rule
 def lora_blocks_are_valid(cfg: DictConfig) -> Iterable[Problem]:
     """Rank, alpha, dropout, type and module names of each model's LoRA block."""
-    engine = str(cfg.get("model_engine", "dp"))
+    engine = str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE))
     for section in LORA_SECTIONS:
         lora = OmegaConf.select(cfg, section, default=None)
         if isinstance(lora, DictConfig):

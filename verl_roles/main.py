@@ -21,8 +21,9 @@ from verl_roles.cli_errors import report, run_reporting_errors
 from verl_roles.errors import ConfigError, Problem, VerlRolesError
 from verl_roles.hydra_context import CONF_DIR, memoized_hydra_main
 from verl_roles.hydra_errors import LIBRARY_ERRORS, CommandLine, parse_hydra_args, raise_translated, translate
+from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.legacy import translate_overrides
-from verl_roles.output import ROLE_SECTIONS, write_run_files
+from verl_roles.output import write_run_files
 from verl_roles.pipeline import PRIMARY_CONFIG, finalize
 from verl_roles.summary import summarize
 

@@ -10,13 +10,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf._utils import OmegaConfDumper
 
-# Role name -> key path of its section in the resolved config.
-ROLE_SECTIONS: dict[str, str] = {
-    "actor": "actor_rollout_ref.actor",
-    "critic": "critic",
-    "ref": "actor_rollout_ref.ref",
-    "rollout": "actor_rollout_ref.rollout",
-}
+from verl_roles.layout import ROLE_SECTIONS
 
 
 class _YamlDumper(getattr(yaml, "CDumper", yaml.Dumper)):  # type: ignore[misc]

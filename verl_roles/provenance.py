@@ -32,8 +32,8 @@ from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.hydra_context import CONF_DIR, compose_raw, isolated_hydra
 from verl_roles.hydra_errors import LIBRARY_ERRORS, CommandLine, KeyKnowledge, raise_translated, translate
+from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.legacy import LEGACY_KEYS, migrate_overrides
-from verl_roles.output import ROLE_SECTIONS
 from verl_roles.pipeline import PRIMARY_CONFIG, finalize
 from verl_roles.roles import ROLE_GROUPS, SLIME_PATH_KEY
 

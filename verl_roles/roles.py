@@ -25,8 +25,8 @@ from omegaconf import DictConfig, open_dict
 
 from verl_roles import slime
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.notices import warn
-from verl_roles.output import ROLE_SECTIONS
 from verl_roles.validate import ADV_ESTIMATORS, critic_in_use, rule
 
 # The roles that have a config group of per-role options: role name -> group name.

@@ -31,7 +31,7 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.output import ROLE_SECTIONS
+from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.validate import critic_in_use
 
 # Roles a slime file may name, in the order entries are written on export.

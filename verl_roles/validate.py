@@ -12,6 +12,7 @@ from dataclasses import replace
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import ConfigError, Problem, config_files_origin
+from verl_roles.layout import ACTOR, CRITIC, REF, ROLLOUT
 
 Rule = Callable[[DictConfig], Iterable[Problem]]
 
@@ -91,11 +92,6 @@ def _missing_keys(node: DictConfig, prefix: str) -> Iterable[str]:
 # --- cross-field rules ---------------------------------------------------------------------------
 # Facts (allowed values, batch semantics) follow verl: verl/utils/config.py::validate_config,
 # verl/workers/config/actor.py and critic.py, verl/trainer/ppo/core_algos.py.
-
-ACTOR = "actor_rollout_ref.actor"
-REF = "actor_rollout_ref.ref"
-ROLLOUT = "actor_rollout_ref.rollout"
-CRITIC = "critic"
 
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 ADV_ESTIMATORS = (
