@@ -24,7 +24,7 @@ from verl_roles.api import compose
 from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.notices import ConfigDeprecationWarning
-from verl_roles.output import run_files, write_atomic
+from verl_roles.output import to_yaml, write_atomic
 from verl_roles.pipeline import DEPRECATED_CONFIG_NAMES, PRIMARY_CONFIG
 
 SCRIPT = "scripts/generate_trainer_config.sh"
@@ -112,8 +112,9 @@ def compose_quietly(composition: Composition) -> DictConfig:
 
 
 def resolved_text(composition: Composition) -> str:
-    """Exactly the ``resolved.yaml`` the main job writes for ``composition``."""
-    return run_files(compose_quietly(composition))["resolved.yaml"]
+    """Exactly the ``resolved.yaml`` the main job writes for ``composition`` (the role files are not
+    rendered)."""
+    return to_yaml(compose_quietly(composition))
 
 
 def header(variant: Variant, cfg_text: str) -> str:
