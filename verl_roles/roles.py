@@ -185,7 +185,7 @@ def _drop_role_resources(cfg: DictConfig, sources: RoleSources) -> None:
     nothing downstream reads them: resource placement follows ``trainer.*``."""
     for role in ROLE_GROUPS:
         section = ROLE_SECTIONS[role]
-        node = _select(cfg, section)
+        node = slime.get_path(cfg, section)
         found = [key for key in slime.RESOURCE_KEYS if key in node]
         if not found:
             continue
@@ -198,13 +198,6 @@ def _drop_role_resources(cfg: DictConfig, sources: RoleSources) -> None:
         with open_dict(node):
             for key in found:
                 del node[key]
-
-
-def _select(cfg: DictConfig, dotted: str) -> DictConfig:
-    node = cfg
-    for part in dotted.split("."):
-        node = node[part]
-    return node
 
 
 def _cli_key_covering(sources: RoleSources, path: str) -> str | None:
