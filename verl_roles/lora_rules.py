@@ -12,7 +12,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import Problem
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
-from verl_roles.validate import rule
+from verl_roles.validate import is_int, is_number, rule
 
 LORA_SECTIONS = ("actor_rollout_ref.model.lora", "critic.model.lora")
 
@@ -33,14 +33,6 @@ MEGATRON_MODULES = (
 
 # Hugging Face (PEFT) names that never exist in a Megatron-Core model.
 HF_MODULES = ("all-linear", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _names(value: object) -> list[str]:
@@ -84,7 +76,7 @@ def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Prob
     # A value of the wrong type (rank 8.5, dropout "abc") is reported by the schema check; these
     # rules check what the types cannot say.
     rank = lora.get("rank")
-    if _is_int(rank) and rank < 0:
+    if is_int(rank) and rank < 0:
         yield Problem(
             key=f"{section}.rank",
             message="must be an integer >= 0",
@@ -94,7 +86,7 @@ def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Prob
             fix=f"set {section}.rank=0 to turn LoRA off, or e.g. {section}.rank=16",
         )
     alpha = lora.get("alpha")
-    if _is_int(rank) and rank > 0 and _is_number(alpha) and alpha <= 0:
+    if is_int(rank) and rank > 0 and is_number(alpha) and alpha <= 0:
         yield Problem(
             key=f"{section}.alpha",
             message=f"must be a number > 0 when LoRA is on ({section}.rank={rank})",
@@ -104,7 +96,7 @@ def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Prob
             fix=f"set e.g. {section}.alpha={2 * rank}",
         )
     dropout = lora.get("dropout")
-    if _is_number(dropout) and not 0 <= dropout < 1:
+    if is_number(dropout) and not 0 <= dropout < 1:
         yield Problem(
             key=f"{section}.dropout",
             message="must be a probability in [0, 1)",

@@ -114,14 +114,24 @@ def _get(cfg: DictConfig, key: str) -> object:
         return _UNSET
 
 
+def is_int(value: object) -> bool:
+    """An integer, and not a boolean (``True`` is an ``int`` to Python)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    """An integer or a float, and not a boolean."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _int(cfg: DictConfig, key: str) -> int | None:
     value = _get(cfg, key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_int(value) else None
 
 
 def _number(cfg: DictConfig, key: str) -> float | None:
     value = _get(cfg, key)
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return value if is_number(value) else None
 
 
 def _engine(cfg: DictConfig) -> str:
