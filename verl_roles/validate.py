@@ -207,13 +207,7 @@ def batch_sizes_are_consistent(cfg: DictConfig) -> Iterable[Problem]:
                 fix=f"lower {role}.ppo_mini_batch_size or raise data.train_batch_size",
             )
         if micro is not None and per_gpu is not None:
-            yield Problem(
-                key=f"{role}.ppo_micro_batch_size",
-                message=f"and {role}.ppo_micro_batch_size_per_gpu are both set ({micro} and {per_gpu}); "
-                "the micro batch is set one way only",
-                fix=f"remove {role}.ppo_micro_batch_size (deprecated in verl) and keep "
-                f"{role}.ppo_micro_batch_size_per_gpu",
-            )
+            yield _micro_batch_set_twice(role, "ppo_micro_batch_size", micro, per_gpu)
         elif micro is not None and mini is not None and mini % micro:
             yield Problem(
                 key=f"{role}.ppo_micro_batch_size",
@@ -250,13 +244,17 @@ def _log_prob_micro_batches(cfg: DictConfig) -> Iterable[Problem]:
         micro = _int(cfg, f"{role}.log_prob_micro_batch_size")
         per_gpu = _int(cfg, f"{role}.log_prob_micro_batch_size_per_gpu")
         if micro is not None and per_gpu is not None:
-            yield Problem(
-                key=f"{role}.log_prob_micro_batch_size",
-                message=f"and {role}.log_prob_micro_batch_size_per_gpu are both set ({micro} and {per_gpu}); "
-                "the micro batch is set one way only",
-                fix=f"remove {role}.log_prob_micro_batch_size (deprecated in verl) and keep "
-                f"{role}.log_prob_micro_batch_size_per_gpu",
-            )
+            yield _micro_batch_set_twice(role, "log_prob_micro_batch_size", micro, per_gpu)
+
+
+def _micro_batch_set_twice(role: str, name: str, micro: int, per_gpu: int) -> Problem:
+    """``<name>`` (deprecated in verl) and ``<name>_per_gpu`` both set on ``role``."""
+    return Problem(
+        key=f"{role}.{name}",
+        message=f"and {role}.{name}_per_gpu are both set ({micro} and {per_gpu}); "
+        "the micro batch is set one way only",
+        fix=f"remove {role}.{name} (deprecated in verl) and keep {role}.{name}_per_gpu",
+    )
 
 
 def _train_batch_fills_the_gpus(
