@@ -6,9 +6,8 @@
 Prints, each as a ratio to its reference where the issue sets a target:
 
 - CLI end to end (``python -m verl_roles.main model_engine=megatron``) against a bare Hydra
-  hello-world app, both as fresh processes (target <= 1.5x), next to the same command with nothing
-  on disk (``VERL_ROLES_NO_DISK_CACHE=1``: what the first run after a config edit costs) and with
-  stock Hydra composition (``VERL_ROLES_NO_CACHE=1``);
+  hello-world app, both as fresh processes, next to the same command with stock Hydra composition
+  (``VERL_ROLES_NO_CACHE=1``);
 - in-process ``verl_roles.compose`` of the megatron config, median of repeated calls with different
   overrides, split into compose / legacy+roles / resolve / validate (target <= 60 ms), next to stock
   Hydra composition (``VERL_ROLES_NO_CACHE=1``) in the same process;
@@ -19,9 +18,8 @@ Prints, each as a ratio to its reference where the issue sets a target:
 
 Child processes run as on a user's machine: with a bytecode cache (``PYTHONPYCACHEPREFIX`` in the
 benchmark's temporary folder, even where ``PYTHONDONTWRITEBYTECODE=1`` is set, as in some sandboxes;
-``--inherit-bytecode-settings`` keeps this environment's settings instead) and a composition cache
-(``XDG_CACHE_HOME``) in that folder too, filled by one warm-up run of each command. The user's own
-cache folder is never touched.
+``--inherit-bytecode-settings`` keeps this environment's settings instead), filled by one warm-up
+run of each command.
 
 Times are wall-clock medians (``time.perf_counter``); a busy machine shows up as noise, so compare
 ratios, and rerun before trusting a change of a few percent. Nothing here is asserted by the tests.
@@ -70,10 +68,10 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-# Set by main() for every child process: the composition cache and, unless --inherit-bytecode-settings,
-# a bytecode cache in the benchmark's temporary folder.
+# Set by main() for every child process: unless --inherit-bytecode-settings, a bytecode cache in the
+# benchmark's temporary folder.
 CHILD_SETTINGS: dict[str, str] = {}
-_DROPPED = ("HYDRA_FULL_ERROR", "VERL_ROLES_NO_CACHE", "VERL_ROLES_NO_DISK_CACHE")
+_DROPPED = ("HYDRA_FULL_ERROR", "VERL_ROLES_NO_CACHE")
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -117,10 +115,9 @@ def bench_cli(work: Path, repeats: int) -> None:
     commands = {
         "hello": ([python, str(hello / "app.py"), f"hydra.run.dir={work / 'h'}"], child_env()),
         "ours": ours("o"),
-        "no disk cache": ours("n", VERL_ROLES_NO_DISK_CACHE="1"),
         "stock": ours("s", VERL_ROLES_NO_CACHE="1"),
     }
-    for args, env in commands.values():  # fills the bytecode cache and the composition cache
+    for args, env in commands.values():  # fills the bytecode cache
         run_process(args, work, env)
     samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeats):  # interleaved, so a burst of load hits every command alike
@@ -128,13 +125,10 @@ def bench_cli(work: Path, repeats: int) -> None:
             samples[name].append(run_process(args, work, env))
     hello_ms = median_ms(samples["hello"])
     ours_ms = median_ms(samples["ours"])
-    cold_ms = median_ms(samples["no disk cache"])
     stock_ms = median_ms(samples["stock"])
     row("bare Hydra hello world", f"{hello_ms:.0f} ms")
     row("python -m verl_roles.main model_engine=megatron", f"{ours_ms:.0f} ms",
-        f"ratio {ours_ms / hello_ms:.2f}x (target <= 1.5x)")
-    row("  same, nothing on disk (VERL_ROLES_NO_DISK_CACHE=1)", f"{cold_ms:.0f} ms",
-        f"ratio {cold_ms / hello_ms:.2f}x; the disk cache saves {1 - ours_ms / cold_ms:.0%}")
+        f"ratio {ours_ms / hello_ms:.2f}x")
     row("  same, stock Hydra loader (VERL_ROLES_NO_CACHE=1)", f"{stock_ms:.0f} ms",
         f"ratio {stock_ms / hello_ms:.2f}x")
 
@@ -265,8 +259,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.path.insert(0, str(REPO))
     with tempfile.TemporaryDirectory(prefix="verl_roles_bench_") as tmp:
         work = Path(tmp)
-        # The composition cache of this run (children and this process), never the user's own.
-        CHILD_SETTINGS["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"] = str(work / "cache")
         if not args.inherit_bytecode_settings:
             CHILD_SETTINGS["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
         inherited = f"inherited (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})"

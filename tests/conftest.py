@@ -91,15 +91,6 @@ def group_options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _session_cache_home(tmp_path_factory: pytest.TempPathFactory):
-    """The composition cache of this test session (and of the CLI runs it starts) lives in a folder of
-    its own, never in the user's real cache."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg_cache")))
-        yield
-
-
 @pytest.fixture
 def in_tmp(tmp_path: Path) -> Path:
     """An unrelated working directory for CLI runs."""

@@ -13,12 +13,11 @@ the full megatron config), and the merge rebuilds every node.
 - a composition memo: the merged result of one defaults list, copied on every later call with the
   same group choices (``model_engine=...``, ``role/critic=...``) instead of merged again.
 
-The defaults lists (memoized per set of group choices) and the merged results are also kept on disk
-between processes (:mod:`verl_roles.disk_cache`, keyed by the bytes of every config file, the config
-store and the code versions), so a fresh process skips Hydra's cold first composition when the same
-config was composed before. A ``@hydra.main`` run composes twice (once in Hydra's sweep mode to read
-the run mode, then for the run); both use one defaults list unless a group is left at ``???``, the
-only case where the two modes differ.
+Nothing is kept on disk between processes: a cached composition would freeze the values of
+resolvers such as ``${now:...}`` (and with them the run directory), and reading a cache means
+trusting its bytes. A ``@hydra.main`` run composes twice (once in Hydra's sweep mode to read the run
+mode, then for the run); both use one defaults list unless a group is left at ``???``, the only case
+where the two modes differ.
 
 Everything else (override parsing, applying value overrides, Hydra's errors and warnings) is Hydra's
 code, so the result is the config Hydra composes. ``compose_raw`` uses one private loader and never
@@ -33,12 +32,11 @@ import io
 import os
 import pickle
 import threading
-import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 from hydra import initialize_config_dir
@@ -65,8 +63,6 @@ from hydra.version import VersionBase
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf._utils import get_yaml_loader
 from omegaconf.errors import OmegaConfBaseException
-
-from verl_roles import disk_cache
 
 
 def _find_conf_dir() -> Path:
@@ -205,9 +201,6 @@ class _SourcesCache:
         self.groups: dict[str, bool] = {}
         self.defaults: dict[tuple[Any, ...], DefaultsList] = {}
         self.composed: dict[tuple[tuple[Any, ...], ...], bytes | DictConfig] = {}
-        # Digest of the files for the disk cache, computed when first needed after each change.
-        self.files_digest: str | None = None
-        self.files_digested = False
 
     def refresh(self) -> None:
         """Forget everything when a file of the tree was added, removed or changed."""
@@ -216,33 +209,6 @@ class _SourcesCache:
             self.stamp = stamp
             for memo in (self.files, self.groups, self.defaults, self.composed):
                 memo.clear()
-            self.files_digested = False
-
-    def disk_key(self, *inputs: Any, fresh: bool = False) -> str | None:
-        """The disk cache key of a result of these sources computed from ``inputs``, or None when the
-        disk cache is off or the sources cannot be fingerprinted.
-
-        ``fresh=True`` reads every file again instead of using the digest taken for this process's
-        current file stamps: a result is stored only when that key is still the key it was looked
-        up under, so a file edited while it was being composed is never stored under the old bytes.
-        """
-        if not disk_cache.enabled():
-            return None
-        if fresh:
-            files = disk_cache.files_digest(self.described)
-        else:
-            if not self.files_digested:
-                self.files_digest = disk_cache.files_digest(self.described)
-                self.files_digested = True
-            files = self.files_digest
-        if files is None:
-            return None
-        store = ""
-        if any(scheme == "structured" for scheme, _, _, _ in self.described):
-            store = disk_cache.config_store_digest()
-            if store is None:
-                return None
-        return repr((files, store, str(VersionBase.instance().getbase()), *inputs))
 
 
 _CACHES: dict[tuple[tuple[str, str, str], ...], _SourcesCache] = {}
@@ -320,34 +286,6 @@ class _CallRepository(CachingConfigRepository):
 _HYDRA_CREATE_DEFAULTS_LIST = config_loader_impl.create_defaults_list
 _HYDRA_CHECK_NOT_MISSING = defaults_list._check_not_missing
 
-_T = TypeVar("_T")
-
-
-def _computed_without_warnings(
-    compute: Callable[[], _T], again: Callable[[], None], watch: bool
-) -> tuple[_T, bool]:
-    """``compute()`` and whether it ran without a warning, i.e. whether its result may be kept on disk.
-
-    Hydra warns while composing about deprecated config syntax (a primary config without ``_self_``...);
-    a result served from disk would not warn again. So with ``watch`` (a disk cache to fill) warnings are
-    recorded, and when there was one, ``again()`` undoes what the first run may have changed and the
-    computation runs once more with warnings going out as usual; that result is not kept on disk.
-    """
-    if not watch:
-        return compute(), False
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            result = compute()
-        except Exception:
-            if not caught:
-                raise
-    if not caught:
-        return result, True
-    again()
-    return compute(), False
-
-
 def _memoized_create_defaults_list(
     repo: Any,
     config_name: str | None,
@@ -382,8 +320,6 @@ def _memoized_create_defaults_list(
     keys = [(*inputs, "either"), (*inputs, skip_missing)]
     memo = next((cache.defaults[key] for key in keys if key in cache.defaults), None)
     if memo is None:
-        memo = _stored_defaults_list(cache, keys)
-    if memo is None:
         memo = _computed_defaults_list(repo, cache, keys, group_overrides, skip_missing)
     return DefaultsList(
         defaults=memo.defaults,
@@ -391,18 +327,6 @@ def _memoized_create_defaults_list(
         defaults_tree=memo.defaults_tree,
         overrides=memo.overrides,
     )
-
-
-def _stored_defaults_list(cache: _SourcesCache, keys: list[tuple[Any, ...]]) -> DefaultsList | None:
-    for key in keys:
-        disk_key = cache.disk_key("defaults list", key)
-        if disk_key is None:
-            return None
-        stored = disk_cache.load(disk_key)
-        if isinstance(stored, DefaultsList):
-            cache.defaults[key] = stored
-            return stored
-    return None
 
 
 def _computed_defaults_list(
@@ -432,16 +356,9 @@ def _computed_defaults_list(
         finally:
             defaults_list._check_not_missing = _HYDRA_CHECK_NOT_MISSING
 
-    key = keys[0]
-    disk_key = cache.disk_key("defaults list", key)
-    memo, keep = _computed_without_warnings(compute, lambda: None, watch=disk_key is not None)
-    if skipped:
-        # A group left at ``???`` was skipped: the list is only right in this mode.
-        key = keys[1]
-        disk_key = cache.disk_key("defaults list", key)
-    cache.defaults[key] = memo
-    if keep and disk_key is not None and disk_key == cache.disk_key("defaults list", key, fresh=True):
-        disk_cache.store(disk_key, memo)
+    memo = compute()
+    # A group left at ``???`` was skipped: the list is only right in this mode.
+    cache.defaults[keys[1] if skipped else keys[0]] = memo
     return memo
 
 
@@ -519,45 +436,13 @@ class MemoizingConfigLoader(SweepConfigLoader):
         template = cache.composed.get(key)
         if template is not None:
             return _thaw(template)
-        disk_key = cache.disk_key("composed", key)
-        stored = _stored_composition(disk_key)
-        if stored is not None:
-            cache.composed[key], cfg = stored
-            return cfg
-
-        # The merge adopts the nodes of the files it merges, as in stock Hydra: hand it the loaded files
-        # themselves and drop them from the file cache (a later new defaults list reads them again).
-        def forget_files() -> None:
-            for default in defaults:
-                cache.files.pop(str(default.config_path), None)
-
-        cfg, keep = _computed_without_warnings(
-            lambda: super(MemoizingConfigLoader, self)._compose_config_from_defaults_list(defaults, repo),
-            forget_files,
-            watch=disk_key is not None,
-        )
-        forget_files()
-        template = cache.composed[key] = _freeze(cfg)
-        if (
-            keep
-            and isinstance(template, bytes)
-            and disk_key is not None
-            and disk_key == cache.disk_key("composed", key, fresh=True)
-        ):
-            disk_cache.store(disk_key, template)
+        cfg = super()._compose_config_from_defaults_list(defaults, repo)
+        # The merge adopts the nodes of the files it merges, as in stock Hydra: it was handed the loaded
+        # files themselves, so drop them from the file cache (a later new defaults list reads them again).
+        for default in defaults:
+            cache.files.pop(str(default.config_path), None)
+        cache.composed[key] = _freeze(cfg)
         return cfg
-
-
-def _stored_composition(disk_key: str | None) -> tuple[bytes, DictConfig] | None:
-    """The pickled composition kept on disk under ``disk_key`` and a copy of it, if there is a sound one."""
-    stored = disk_cache.load(disk_key) if disk_key is not None else None
-    if not isinstance(stored, bytes):
-        return None
-    try:
-        cfg = _thaw(stored)
-    except Exception:  # noqa: BLE001 - a damaged entry: compose from the files instead
-        return None
-    return (stored, cfg) if isinstance(cfg, DictConfig) else None
 
 
 def _freeze(cfg: DictConfig) -> bytes | DictConfig:
