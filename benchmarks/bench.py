@@ -139,8 +139,10 @@ def bench_cli(work: Path, repeats: int) -> None:
 def bench_compose(repeats: int) -> float:
     import verl_roles
     from verl_roles import legacy, validate
-    from verl_roles.hydra_context import NO_CACHE_ENV, compose_raw
-    from verl_roles.pipeline import PRIMARY_CONFIG, check_config_name, resolve
+    from verl_roles.cmdline import CommandLine
+    from verl_roles.hydra_context import NO_CACHE_ENV, compose_raw, compose_with_choices
+    from verl_roles.layout import PRIMARY_CONFIG
+    from verl_roles.pipeline import resolve
     from verl_roles.roles import RoleSources, apply_roles
 
     def overrides(i: int) -> list[str]:
@@ -149,13 +151,12 @@ def bench_compose(repeats: int) -> float:
     def split_once(i: int) -> dict[str, float]:
         times = {}
         start = time.perf_counter()
-        translated = legacy.translate_overrides(overrides(i))
-        cfg = compose_raw(PRIMARY_CONFIG, translated)
+        command = legacy.read_command_line(CommandLine.of(overrides(i))).command
+        cfg, choices = compose_with_choices(command.config_name, command.texts())
         times["compose"] = time.perf_counter() - start
         start = time.perf_counter()
-        check_config_name(PRIMARY_CONFIG)
-        legacy.normalize_config(cfg, translated)
-        role_problems = apply_roles(cfg, RoleSources.from_command_line(translated, None))
+        legacy.normalize_config(cfg, command)
+        role_problems = apply_roles(cfg, RoleSources.of(command, choices))
         times["legacy+roles"] = time.perf_counter() - start
         start = time.perf_counter()
         resolved = resolve(cfg)

@@ -56,7 +56,9 @@ def test_command_line_override_is_the_last_step():
 
 def test_legacy_alias_is_named_in_the_chain():
     legacy = ["actor_rollout_ref.model.lora_rank=8"]
-    explained = provenance.explain("actor_rollout_ref.model.lora.rank", legacy)
+    # Warned as the main job warns.
+    with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank is a deprecated key"):
+        explained = provenance.explain("actor_rollout_ref.model.lora.rank", legacy)
     assert explained.value == 8
     assert sources(explained)[-1] == (
         "command line `actor_rollout_ref.model.lora_rank=8` (legacy key, read as "
@@ -208,7 +210,9 @@ def test_shown_value_is_the_value_compose_returns(slime_file):
         "actor_rollout_ref.model.lora.rank",  # legacy command-line key
         "critic.megatron",  # a whole section
     ]
-    for key, explained in zip(keys, provenance.explain_many(keys, overrides), strict=True):
+    with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank"):
+        explanations = provenance.explain_many(keys, overrides)
+    for key, explained in zip(keys, explanations, strict=True):
         assert explained.invalid is None
         assert explained.value == OmegaConf.select(resolved, key), key
     assert OmegaConf.select(resolved, "critic.optim.lr") == 2e-5

@@ -20,11 +20,11 @@ from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles.api import compose
 from verl_roles.cli_errors import EXIT_CONFIG_ERROR, one_paragraph, report, run_reporting_errors
+from verl_roles.cmdline import CONFIG_DIR, CONFIG_FLAGS, CommandLine
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.pipeline import PRIMARY_CONFIG
 
 USAGE = """\
-usage: verl-roles diff [--config-name NAME] [A overrides...] -- [--config-name NAME] [B overrides...]
+usage: verl-roles diff [--config-name NAME] [--config-dir DIR] [A overrides...] -- [B: the same]
 
 Compose config A and config B (Hydra overrides; an empty side is the default config) and print
 every resolved key whose value differs: `added` (only in B), `removed` (only in A), `changed`
@@ -43,16 +43,13 @@ _MISSING = object()
 
 @dataclass(frozen=True)
 class Side:
-    """One side of the diff: a primary config name and Hydra overrides."""
+    """One side of the diff: its command line (``--config-name``, ``--config-dir`` and overrides)."""
 
     label: str
-    overrides: tuple[str, ...]
-    config_name: str = PRIMARY_CONFIG
+    command: CommandLine
 
     def describe(self) -> str:
-        parts = [] if self.config_name == PRIMARY_CONFIG else [f"--config-name {self.config_name}"]
-        parts.extend(self.overrides)
-        return " ".join(parts) if parts else "(defaults)"
+        return " ".join(self.command.argv()) or "(defaults)"
 
 
 @dataclass(frozen=True)
@@ -104,22 +101,15 @@ def compare(a: Mapping[str, object], b: Mapping[str, object]) -> list[Change]:
 
 
 def parse_side(label: str, args: Sequence[str]) -> Side:
-    """Split ``--config-name NAME`` (or ``--config-name=NAME``, ``-cn NAME``) from the overrides."""
-    overrides: list[str] = []
-    config_name = PRIMARY_CONFIG
-    items = iter(args)
-    for arg in items:
-        if arg in ("--config-name", "-cn"):
-            config_name = next(items, "")
-            if not config_name:
-                raise _usage_error(f"{arg} on side {label} needs a config name")
-        elif arg.startswith("--config-name="):
-            config_name = arg.split("=", 1)[1]
-        elif arg.startswith("-"):
-            raise _usage_error(f"unknown option {arg!r} on side {label}")
-        else:
-            overrides.append(arg)
-    return Side(label, tuple(overrides), config_name)
+    """One side's command line; only ``--config-name`` and ``--config-dir`` are options of a side."""
+    command = CommandLine.parse(args, flags=CONFIG_FLAGS)
+    for flag in command.flags:
+        if flag.spec is None:
+            raise _usage_error(f"unknown option {flag.tokens[0]!r} on side {label}")
+        if flag.missing_value:
+            what = "a directory" if flag.spec == CONFIG_DIR else "a config name"
+            raise _usage_error(f"{flag.typed_name} on side {label} needs {what}")
+    return Side(label, command)
 
 
 def _usage_error(message: str) -> ConfigError:
@@ -131,7 +121,8 @@ def _usage_error(message: str) -> ConfigError:
 def compose_side(side: Side) -> dict[str, object]:
     """The resolved config of one side as a plain container; errors name the side."""
     try:
-        cfg = compose(side.overrides, side.config_name)
+        command = side.command
+        cfg = compose(command.texts(), command.config_name, command.config_dir)
     except (ConfigError, HydraException, OmegaConfBaseException) as error:
         raise ConfigError(
             [Problem(key=f"side {side.label} ({side.describe()})", message=one_paragraph(report(error)))]

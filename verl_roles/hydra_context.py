@@ -35,7 +35,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -49,7 +48,7 @@ from hydra._internal.core_plugins.file_config_source import FileConfigSource
 from hydra._internal.core_plugins.importlib_resources_config_source import ImportlibResourcesConfigSource
 from hydra._internal.defaults_list import DefaultsList
 from hydra._internal.utils import create_config_search_path
-from hydra.core.config_search_path import ConfigSearchPath
+from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
 from hydra.core.default_element import InputDefault, ResultDefault
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -64,21 +63,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf._utils import get_yaml_loader
 from omegaconf.errors import OmegaConfBaseException
 
-
-def _find_conf_dir() -> Path:
-    """The config tree: ``verl_roles/conf`` in an installed wheel, the top-level ``conf/`` in a checkout.
-
-    Running from a source checkout (e.g. ``python -m verl_roles.main`` in the repo root) imports the
-    package from the source tree, which has no ``verl_roles/conf``; the checkout's ``conf/`` is used then.
-    """
-    package_dir = Path(__file__).resolve().parent
-    for candidate in (package_dir / "conf", package_dir.parent / "conf"):
-        if (candidate / "ppo_trainer.yaml").is_file():
-            return candidate
-    raise FileNotFoundError(f"verl_roles: no config tree (ppo_trainer.yaml) next to {package_dir}")
-
-
-CONF_DIR = _find_conf_dir()
+from verl_roles.config_tree import CONF_DIR
 
 # Set VERL_ROLES_NO_CACHE=1 to compose exactly as stock Hydra does (for benchmarks and bisecting).
 NO_CACHE_ENV = "VERL_ROLES_NO_CACHE"
@@ -471,18 +456,28 @@ def _loader_class() -> type[ConfigLoaderImpl]:
 
 # --- entry points ---------------------------------------------------------------------------------
 
-_LOADERS: dict[type[ConfigLoaderImpl], ConfigLoaderImpl] = {}
+_LOADERS: dict[tuple[type[ConfigLoaderImpl], str | None], ConfigLoaderImpl] = {}
 _COMPOSE_LOCK = threading.Lock()
 
 
-def _private_loader() -> ConfigLoaderImpl:
+def search_path(config_dir: str | None = None) -> ConfigSearchPath:
+    """Hydra's search path of our config tree, with ``config_dir`` where ``@hydra.main`` puts a
+    ``--config-dir`` (after conf/, before the structured configs)."""
+    path = create_config_search_path(str(CONF_DIR))
+    if config_dir is not None:
+        anchor = SearchPathQuery(provider="schema")
+        path.prepend(provider="command-line", path=f"file://{config_dir}", anchor=anchor)
+    return path
+
+
+def _private_loader(config_dir: str | None) -> ConfigLoaderImpl:
     loader_class = _loader_class()
-    loader = _LOADERS.get(loader_class)
+    key = (loader_class, config_dir)
+    loader = _LOADERS.get(key)
     if loader is None:
         Plugins.instance()  # discovers the config sources, as Hydra does on start-up
         setup_globals()  # Hydra's resolvers (now, hydra, python_version), as in any Hydra app
-        search_path = create_config_search_path(str(CONF_DIR))
-        loader = _LOADERS[loader_class] = loader_class(config_search_path=search_path)
+        loader = _LOADERS[key] = loader_class(config_search_path=search_path(config_dir))
     return loader
 
 
@@ -498,18 +493,27 @@ def _version_base_1_3() -> Iterator[None]:
         version_base.version_base = saved
 
 
-def compose_raw(config_name: str, overrides: Sequence[str]) -> DictConfig:
+def compose_raw(config_name: str, overrides: Sequence[str], config_dir: str | None = None) -> DictConfig:
     """Compose ``config_name`` with ``overrides`` and return Hydra's result (unresolved).
 
-    Uses one private loader per process and leaves no global Hydra state behind.
+    ``config_dir`` (an absolute path) is searched like ``--config-dir``. Uses one private loader per
+    search path and leaves no global Hydra state behind.
     """
+    return compose_with_choices(config_name, overrides, config_dir)[0]
+
+
+def compose_with_choices(
+    config_name: str, overrides: Sequence[str], config_dir: str | None = None
+) -> tuple[DictConfig, dict[str, str | None]]:
+    """:func:`compose_raw`, and the option chosen for each config group (``hydra.runtime.choices``)."""
     with _COMPOSE_LOCK, _version_base_1_3():
-        cfg = _private_loader().load_configuration(
+        cfg = _private_loader(config_dir).load_configuration(
             config_name=config_name, overrides=list(overrides), run_mode=RunMode.RUN, from_shell=False
         )
+    choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
     with open_dict(cfg):
         del cfg["hydra"]
-    return cfg
+    return cfg, {str(k): v for k, v in choices.items() if not str(k).startswith("hydra/")}
 
 
 @contextmanager

@@ -8,91 +8,23 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
 from typing import NoReturn
 
 import yaml
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override, OverrideType
+from hydra.core.override_parser.types import OverrideType
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
 from verl_roles.cli_errors import one_paragraph
+from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem, config_files_origin
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, ENGINES
 
 LIBRARY_ERRORS = (ConfigCompositionException, OmegaConfBaseException, OverrideParseException, yaml.YAMLError)
-
-
-@dataclass
-class CommandLine:
-    """What the user asked for: the primary config, an extra config dir and the overrides."""
-
-    config_name: str
-    overrides: list[str]
-    config_dir: str | None = None
-    parsed: list[Override] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.parsed = []
-        parser = OverridesParser.create()
-        for text in self.overrides:
-            try:
-                self.parsed.extend(parser.parse_overrides([text]))
-            except OverrideParseException:
-                continue
-
-    def override_for(self, key: str) -> Override | None:
-        """The last override that sets ``key`` or one of its parents."""
-        found = None
-        for override in self.parsed:
-            target = override.key_or_group
-            if key == target or key.startswith(target + "."):
-                found = override
-        return found
-
-    def origin_of(self, key: str) -> str:
-        override = self.override_for(key)
-        return f"the command line override `{override.input_line}`" if override is not None else ""
-
-    def engine(self, default: str) -> str:
-        for override in reversed(self.parsed):
-            if override.key_or_group == ENGINE_KEY and not override.is_sweep_override():
-                value = str(override.value())
-                return ENGINE_ALIASES.get(value, value)
-        return ENGINE_ALIASES.get(default, default)
-
-
-def parse_hydra_args(args: Sequence[str], default_config: str) -> CommandLine:
-    """Split a ``python -m verl_roles.main`` argument list into config name, config dir and overrides."""
-    with_value = {"--config-name", "-cn", "--config-dir", "-cd", "--config-path", "-cp", "--cfg", "-c",
-                  "--package", "-p", "--experimental-rerun"}
-    info_values = {"all", "config", "defaults", "defaults-tree", "plugins", "searchpath"}
-    config_name, config_dir, overrides = default_config, None, []
-    items = list(args)
-    i = 0
-    while i < len(items):
-        item = items[i]
-        name, eq, inline = item.partition("=")
-        if item.startswith("-") and name in with_value:
-            value = inline if eq else (items[i + 1] if i + 1 < len(items) else "")
-            i += 1 if eq else 2
-            if name in ("--config-name", "-cn"):
-                config_name = value
-            elif name in ("--config-dir", "-cd"):
-                config_dir = str(Path(value).expanduser().resolve())
-            continue
-        if item in ("--info", "-i"):
-            i += 2 if i + 1 < len(items) and items[i + 1] in info_values else 1
-            continue
-        if not item.startswith("-") and not item.startswith("hydra."):
-            overrides.append(item)
-        i += 1
-    return CommandLine(config_name=config_name, overrides=overrides, config_dir=config_dir)
 
 
 def translate(error: BaseException, command: CommandLine) -> ConfigError:
@@ -151,7 +83,7 @@ def _problems(error: BaseException, command: CommandLine) -> Iterable[Problem]:
     elif match := _ALREADY_THERE.search(text):
         key = match.group(1)
         override = command.override_for(key)
-        value = override.get_value_element_as_str() if override is not None else "VALUE"
+        value = override.value_element_text() if override is not None else "VALUE"
         yield Problem(
             key=key,
             message="already exists, so `+` (which adds a new key) does not apply",
@@ -197,7 +129,7 @@ def _missing_option_problem(error: MissingConfigException, command: CommandLine)
 
 def _unknown_key_problem(key: str, command: CommandLine) -> Problem:
     override = command.override_for(key)
-    value = override.get_value_element_as_str() if override is not None else "VALUE"
+    value = override.value_element_text() if override is not None else "VALUE"
     origin = command.origin_of(key)
     leaf = key.rsplit(".", 1)[-1]
     if leaf == ENGINE_KEY and key != ENGINE_KEY:
@@ -268,29 +200,24 @@ class KeyKnowledge:
 
     @property
     def groups(self) -> list[str]:
+        """Every config group a command line can switch (``model_engine``, ``role/critic``, ...)."""
         if self._groups is None:
-            self._groups = _group_names(self.command)
+            self._groups = self.command.tree.groups_with_options()
         return self._groups
 
     def _group_overrides(self, engine: str | None) -> list[str]:
-        groups = set(self.groups)
-        kept = []
-        for override in self.command.parsed:
-            name = override.key_or_group
-            if override.is_sweep_override() or override.type != OverrideType.CHANGE or name not in groups:
-                continue
-            if name == ENGINE_KEY and engine is not None:
-                continue
-            kept.append(override.input_line)
+        kept = [
+            o.text
+            for o in self.command.group_overrides()
+            if o.type == OverrideType.CHANGE and not o.is_sweep and not (engine and o.key == ENGINE_KEY)
+        ]
         if engine is not None:
             kept.append(f"{ENGINE_KEY}={engine}")
         return kept
 
     def _key_set(self, engine: str | None) -> frozenset[str]:
-        overrides = self._group_overrides(engine)
-        if self.command.config_dir:
-            overrides.append(f"hydra.searchpath=[file://{self.command.config_dir}]")
-        return _composed_key_set(self.command.config_name, tuple(overrides))
+        overrides = tuple(self._group_overrides(engine))
+        return _composed_key_set(self.command.config_name, overrides, self.command.config_dir_path())
 
     def keys_for(self, engine: str) -> set[str]:
         if engine not in self._keys:
@@ -309,7 +236,7 @@ class KeyKnowledge:
 
 
 @lru_cache(maxsize=16)
-def _composed_key_set(config_name: str, overrides: tuple[str, ...]) -> frozenset[str]:
+def _composed_key_set(config_name: str, overrides: tuple[str, ...], config_dir: str | None) -> frozenset[str]:
     """Every key path of the composition (plus ``model_engine=<value>``); empty if it fails too.
 
     Cached: the error path of a long-lived process (a notebook, the test suite) asks for the same
@@ -318,7 +245,7 @@ def _composed_key_set(config_name: str, overrides: tuple[str, ...]) -> frozenset
     from verl_roles.hydra_context import compose_raw
 
     try:
-        cfg = compose_raw(config_name, list(overrides))
+        cfg = compose_raw(config_name, list(overrides), config_dir)
     except Exception:  # noqa: BLE001 - best effort: without a key set we just give no suggestion
         return frozenset()
     return frozenset([*_all_keys(cfg), f"{ENGINE_KEY}={cfg.get(ENGINE_KEY, DEFAULT_ENGINE)}"])
@@ -331,26 +258,3 @@ def _all_keys(cfg: DictConfig, prefix: str = "") -> Iterable[str]:
         node = cfg._get_node(key)
         if isinstance(node, DictConfig) and not node._is_missing() and not node._is_interpolation():
             yield from _all_keys(node, path + ".")
-
-
-def _group_names(command: CommandLine) -> list[str]:
-    """Every config group a command line can switch (``model_engine``, ``role/critic``, ...)."""
-    return list(_group_names_of(command.config_name))
-
-
-@lru_cache(maxsize=4)
-def _group_names_of(config_name: str) -> tuple[str, ...]:
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.types import RunMode
-
-    from verl_roles.hydra_context import isolated_hydra
-
-    try:
-        with isolated_hydra():
-            loader = GlobalHydra.instance().config_loader()
-            defaults = loader.compute_defaults_list(config_name, [], RunMode.RUN)
-            choices = defaults.overrides.known_choices
-    except Exception:  # noqa: BLE001 - best effort, only used to word a suggestion
-        return (ENGINE_KEY,)
-    names = {name.partition("@")[0] for name in choices if not name.startswith("hydra/")}
-    return tuple(sorted(names))

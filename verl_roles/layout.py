@@ -6,6 +6,9 @@ here instead of spelling the paths again.
 
 from __future__ import annotations
 
+# The one primary config (conf/ppo_trainer.yaml); a command line without --config-name composes it.
+PRIMARY_CONFIG = "ppo_trainer"
+
 # The top-level config group that picks the training engine for every role, its options, the
 # option of the primary config's defaults list, and the option names that are aliases of another.
 ENGINE_KEY = "model_engine"

@@ -6,9 +6,10 @@ keep working without a silent change, so every legacy key is translated to its c
 each use is warned about, naming the old key, the new key and the value:
 
 - command-line overrides are translated *before* Hydra composes (otherwise Hydra rejects the old
-  key as "not in struct"): :func:`translate_overrides`, used by ``verl_roles.compose`` and by
-  ``python -m verl_roles.main`` (which rewrites the argv it hands to the Hydra app, so multirun
-  sweeps such as ``...lora_rank=8,16`` translate too);
+  key as "not in struct"): :func:`read_command_line` rewrites the overrides of the one
+  :class:`~verl_roles.cmdline.CommandLine` (never a flag's value), for ``verl_roles.compose``,
+  ``python -m verl_roles.main`` (which hands the rewritten arguments to the Hydra app, so multirun
+  sweeps such as ``...lora_rank=8,16`` translate too) and ``verl-roles explain``;
 - config files (a ``--config-dir`` primary config, a role option) are composed as they are, then
   :func:`normalize_config` moves any legacy key found in the composed config (pipeline step
   "normalise legacy", before validation).
@@ -20,13 +21,16 @@ Setting the old and the new key to different values is an error naming both.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from hydra.core.override_parser.types import ChoiceSweep
+from hydra.core.override_parser.types import Override as HydraOverride
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from verl_roles.cmdline import CommandLine, Override
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, PRIMARY_CONFIG
 from verl_roles.notices import ConfigDeprecationWarning, warn
 
 Convert = Callable[[object], object]
@@ -110,7 +114,7 @@ def find(key: str) -> tuple[LegacyKey, str] | None:
 
 @dataclass(frozen=True)
 class Translation:
-    """One command-line token rewritten from a legacy key to its current key."""
+    """One command-line override rewritten from a legacy key to its current key."""
 
     entry: LegacyKey
     old_key: str
@@ -127,143 +131,130 @@ class Translation:
         )
 
 
-def _split_token(token: str) -> tuple[str, str, str] | None:
-    """``(prefix, key, rest)`` of an override token (``rest`` starts at ``=`` or is empty)."""
-    if token.startswith("-"):
-        return None
-    prefix = token[: len(token) - len(token.lstrip("+~"))]
-    body = token[len(prefix):]
-    key, sep, value = body.partition("=")
-    if not key or "@" in key or "/" in key:
-        return None
-    return prefix, key, sep + value
-
-
-def _parse(token: str):  # noqa: ANN202 - hydra's Override type
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    return OverridesParser.create().parse_override(token)
-
-
 def _show(value: object) -> str:
     """A value as it would be written in an override (``true``, ``null``, ``[a,b]``)."""
     try:
-        return _element_text(value)
+        return HydraOverride._get_value_element_as_str(value)  # noqa: SLF001 - Hydra's own serializer
     except Exception:  # noqa: BLE001 - any value still gets shown
         return repr(value)
 
 
-def _element_text(value: object) -> str:
-    from hydra.core.override_parser.types import Override
-
-    return Override._get_value_element_as_str(value)  # noqa: SLF001 - Hydra's own serializer
-
-
-def _convert_value_text(entry: LegacyKey, token: str, rest: str) -> str:
-    """``rest`` (``=value``) with the entry's value translation applied, quoting kept when unchanged."""
-    if entry.convert is None or not rest:
-        return rest
-    from hydra.core.override_parser.types import ChoiceSweep
-    from hydra.errors import HydraException
-
-    try:
-        override = _parse(token)
-    except HydraException:
+def _converted_value_text(entry: LegacyKey, override: Override) -> str | None:
+    """The override's value text with the entry's value translation applied (quoting kept when the
+    value does not change); None for a deletion without value."""
+    typed = override.value_text
+    if entry.convert is None or typed is None or override.parsed is None:
         # An unparsable value is left as typed, for Hydra to report with the rest of the command line.
-        return rest
-    if override.is_sweep_override():
-        sweep = override.value()
-        if not isinstance(sweep, ChoiceSweep) or not sweep.simple_form:
-            return rest
-        converted = [entry.converted(v) for v in sweep.list]
-        if converted == sweep.list:
-            return rest
-        return "=" + ",".join(_element_text(v) for v in converted)
+        return typed
     value = override.value()
+    if override.is_sweep:
+        if not isinstance(value, ChoiceSweep) or not value.simple_form:
+            return typed
+        converted = [entry.converted(v) for v in value.list]
+        return typed if converted == value.list else ",".join(_show(v) for v in converted)
     converted = entry.converted(value)
-    return rest if converted == value else "=" + _element_text(converted)
+    return typed if converted == value else _show(converted)
 
 
-def translate_token(token: str) -> Translation | None:
-    """The translation of one override token, or None when it uses no legacy key."""
-    parts = _split_token(token)
-    if parts is None:
+def translate_override(override: Override) -> Translation | None:
+    """The translation of one override, or None when it uses no legacy key (a group choice, an
+    ``@package`` override and every current key pass unchanged)."""
+    if override.is_group or override.package is not None:
         return None
-    prefix, key, rest = parts
-    hit = find(key)
+    hit = find(override.key)
     if hit is None:
         return None
     entry, new_key = hit
     # `+key=v` appended a key that did not exist; the current key always exists, so plain `key=v`.
-    new_prefix = "" if prefix == "+" else prefix
-    new_rest = _convert_value_text(entry, token, rest)
-    value_text = new_rest[1:] if new_rest else "(deleted)"
-    return Translation(entry, key, new_key, token, f"{new_prefix}{new_key}{new_rest}", value_text)
+    prefix = "" if override.prefix == "+" else override.prefix
+    value = _converted_value_text(entry, override)
+    new_token = f"{prefix}{new_key}" + ("" if value is None else f"={value}")
+    return Translation(entry, override.key, new_key, override.text, new_token, value or "(deleted)")
 
 
-def _values_equal(left: str, right: str) -> bool:
-    try:
-        return _parse(left).value() == _parse(right).value()
-    except Exception:  # noqa: BLE001 - an unparsable token is left for Hydra to report
-        return left.partition("=")[2] == right.partition("=")[2]
+def _same_value(translated: Override, current: Override) -> bool:
+    if translated.parsed is None or current.parsed is None:
+        return translated.value_text == current.value_text
+    return translated.value() == current.value()
 
 
-def migrate_overrides(overrides: Sequence[str]) -> tuple[list[str], list[Translation]]:
-    """Rewrite every legacy key in ``overrides``; return the new tokens and what was rewritten.
+@dataclass(frozen=True)
+class TranslatedCommand:
+    """A command line with every legacy key read as its current key, and what was rewritten."""
 
-    Tokens that are not overrides (``--cfg``, ``job``, ``-m``...) and current keys pass through
-    unchanged. A legacy token whose current key is also on the command line with the same value
-    is dropped; with a different value it is a :class:`ConfigError` naming both.
-    """
-    translations: dict[int, Translation] = {}
-    for index, token in enumerate(overrides):
-        translation = translate_token(token)
-        if translation is not None:
-            translations[index] = translation
+    command: CommandLine
+    translations: tuple[Translation, ...]
+
+
+def translate_command(command: CommandLine) -> TranslatedCommand:
+    """Rewrite every legacy key among the overrides of ``command`` (flags and their values are never
+    touched). A legacy override whose current key is also on the command line with the same value
+    is dropped; with a different value it is a :class:`ConfigError` naming both."""
+    translations = {id(o): t for o in command.key_overrides() if (t := translate_override(o)) is not None}
     if not translations:
-        return list(overrides), []
+        return TranslatedCommand(command, ())
 
-    explicit: dict[str, str] = {}
-    for index, token in enumerate(overrides):
-        parts = _split_token(token)
-        if index not in translations and parts is not None:
-            explicit[parts[1]] = token
+    def rewrite(override: Override) -> list[str] | None:
+        translation = translations.get(id(override))
+        return None if translation is None else [translation.new_token]
+
+    # One new override per old one, so the two lists line up.
+    read_as = dict(zip(map(id, command.overrides), command.rewritten(rewrite).overrides, strict=True))
+    explicit = {o.key: o for o in command.key_overrides() if id(o) not in translations}
     problems: list[Problem] = []
     dropped: set[int] = set()
-    for index, t in translations.items():
-        current = explicit.get(t.new_key)
+    for override_id, translation in translations.items():
+        current = explicit.get(translation.new_key)
         if current is None:
             continue
-        if _values_equal(t.new_token, current):
-            dropped.add(index)
+        if _same_value(read_as[override_id], current):
+            dropped.add(override_id)
             continue
         problems.append(
             Problem(
-                key=t.old_key,
+                key=translation.old_key,
                 message=(
-                    f"is the deprecated spelling of {t.new_key}, and the command line sets both to "
-                    f"different values: `{t.old_token}` and `{current}`"
+                    f"is the deprecated spelling of {translation.new_key}, and the command line sets both "
+                    f"to different values: `{translation.old_token}` and `{current.text}`"
                 ),
                 origin="the command line",
-                fix=f"keep only `{current}` (the current key) and drop `{t.old_token}`",
+                fix=f"keep only `{current.text}` (the current key) and drop `{translation.old_token}`",
             )
         )
     if problems:
         raise ConfigError(problems)
-    tokens = [
-        translations[i].new_token if i in translations else token
-        for i, token in enumerate(overrides)
-        if i not in dropped
-    ]
-    return tokens, list(translations.values())
+    result = command.rewritten(lambda o: [] if id(o) in dropped else rewrite(o))
+    return TranslatedCommand(result, tuple(translations.values()))
 
 
-def translate_overrides(overrides: Sequence[str]) -> list[str]:
-    """The hook run before composition: rewrite legacy keys and warn once per use."""
-    tokens, translations = migrate_overrides(overrides)
-    for translation in translations:
+def deprecated_config_warning(command: CommandLine) -> str | None:
+    """The warning for a deprecated primary config name (with or without ``.yaml``), or None."""
+    replacement = LEGACY_CONFIG_NAMES.get(command.config_name)
+    if replacement is None:
+        return None
+    return (
+        f"--config-name {command.config_name} is deprecated; it composes to exactly the same config as "
+        f"`python -m verl_roles.main {' '.join(replacement)}` (config {PRIMARY_CONFIG}). "
+        "Use that command instead."
+    )
+
+
+def read_command_line(command: CommandLine) -> TranslatedCommand:
+    """The hook run before composition: legacy keys read as their current keys, one warning per use,
+    and one for a deprecated config name."""
+    translated = translate_command(command)
+    config_warning = deprecated_config_warning(command)
+    if config_warning is not None:
+        warn(config_warning, ConfigDeprecationWarning)
+    for translation in translated.translations:
         warn(translation.message(), ConfigDeprecationWarning)
-    return tokens
+    return translated
+
+
+def migrate_overrides(tokens: Sequence[str]) -> tuple[list[str], list[Translation]]:
+    """``tokens`` (a command line) with every legacy key rewritten, and what was rewritten."""
+    translated = translate_command(CommandLine.parse(tokens))
+    return translated.command.argv(), list(translated.translations)
 
 
 # --------------------------------------------------------------------------- config files
@@ -320,15 +311,6 @@ def _shipped_defaults(engine: str) -> DictConfig:
     return compose_raw("ppo_trainer", [f"model_engine={engine}"])
 
 
-def _set_by(overrides: Iterable[str]) -> set[str]:
-    keys = set()
-    for token in overrides:
-        parts = _split_token(token)
-        if parts is not None and parts[2]:
-            keys.add(parts[1])
-    return keys
-
-
 def _set_on_command_line(key: str, cli_keys: set[str]) -> bool:
     return any(key == k or key.startswith(k + ".") for k in cli_keys)
 
@@ -347,18 +329,18 @@ def _delete(cfg: DictConfig, key: str) -> None:
         del parent[leaf]
 
 
-def normalize_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
+def normalize_config(cfg: DictConfig, command: CommandLine) -> None:
     """Move every legacy key a config file put into the composed ``cfg`` to its current key.
 
-    ``overrides`` are the (already translated) command-line overrides: a value set there wins
-    over a config file, as always in Hydra. Otherwise the legacy value is used unless the file
+    ``command`` is the (already translated) command line: a value set there wins over a config
+    file, as always in Hydra. Otherwise the legacy value is used unless the file
     also set the current key to a different value, which is an error naming both keys.
     """
     found = list(_legacy_keys_in(cfg))
     if not found:
         return
     engine = str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE))
-    cli_keys = _set_by(overrides)
+    cli_keys = set(command.set_keys())
     problems: list[Problem] = []
     moves: list[tuple[str, object]] = []
     for entry, old_key, old_value in found:

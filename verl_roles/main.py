@@ -18,24 +18,34 @@ from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles import sweep
 from verl_roles.cli_errors import report, run_reporting_errors
+from verl_roles.cmdline import CommandLine
+from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, VerlRolesError
-from verl_roles.hydra_context import CONF_DIR, memoized_hydra_main
-from verl_roles.hydra_errors import LIBRARY_ERRORS, CommandLine, parse_hydra_args, raise_translated, translate
-from verl_roles.layout import ROLE_SECTIONS
-from verl_roles.legacy import translate_overrides
+from verl_roles.hydra_context import memoized_hydra_main
+from verl_roles.hydra_errors import LIBRARY_ERRORS, raise_translated, translate
+from verl_roles.layout import PRIMARY_CONFIG, ROLE_SECTIONS
+from verl_roles.legacy import read_command_line
 from verl_roles.output import write_run_files
-from verl_roles.pipeline import PRIMARY_CONFIG, finalize
+from verl_roles.pipeline import finalize
 from verl_roles.summary import summarize
+
+
+def job_command_line(hydra_cfg: DictConfig) -> CommandLine:
+    """The command line of one job, as Hydra recorded it (a sweep job's own values, unresolved: an
+    override's value may itself be an interpolation such as `${trainer.nnodes}`)."""
+    config_dirs = [str(s.path) for s in hydra_cfg.runtime.config_sources if s.provider == "command-line"]
+    return CommandLine.of(
+        sweep.task_overrides(hydra_cfg),
+        config_name=hydra_cfg.job.config_name or PRIMARY_CONFIG,
+        config_dir=config_dirs[0] if config_dirs else None,
+    )
 
 
 def run_job(cfg: DictConfig) -> Path:
     """Finalize one composed config and write its files; returns the output directory."""
     hydra_cfg = HydraConfig.get()
-    config_name = hydra_cfg.job.config_name or PRIMARY_CONFIG
-    # Unresolved: an override's value may itself be an interpolation such as `${trainer.nnodes}`.
-    overrides = sweep.task_overrides(hydra_cfg)
     choices = OmegaConf.to_container(hydra_cfg.runtime.choices, resolve=False)
-    resolved = finalize(cfg, config_name=config_name, overrides=overrides, choices=choices)
+    resolved = finalize(cfg, command=job_command_line(hydra_cfg), choices=choices)
     out_dir = Path(hydra_cfg.runtime.output_dir)
     write_run_files(resolved, out_dir)
     print(summarize(resolved))
@@ -68,9 +78,7 @@ def hydra_app(cfg: DictConfig) -> dict[str, str]:
         run_job(cfg)
     except (VerlRolesError, HydraException, OmegaConfBaseException) as error:
         JOB_ERRORS.append(error)
-        hydra_cfg = HydraConfig.get()
-        command = CommandLine(hydra_cfg.job.config_name or PRIMARY_CONFIG, sweep.task_overrides(hydra_cfg))
-        return sweep.failed(report(translate(error, command)))
+        return sweep.failed(report(translate(error, job_command_line(HydraConfig.get()))))
     return sweep.ok()
 
 
@@ -81,18 +89,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _invoke(args: list[str]) -> None:
+    typed = CommandLine.parse(args)
     # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
     # for every job of a sweep alike.
-    args = translate_overrides(args)
+    command = read_command_line(typed).command
     saved_argv = sys.argv
-    sys.argv = [saved_argv[0] if saved_argv else "verl_roles.main", *args]
+    sys.argv = [saved_argv[0] if saved_argv else "verl_roles.main", *command.argv()]
     JOB_ERRORS.clear()
     sweep.take_last_summary()
     try:
         with memoized_hydra_main():
             hydra_app()
     except (VerlRolesError, *LIBRARY_ERRORS) as error:
-        raise_translated(error, parse_hydra_args(args, PRIMARY_CONFIG))
+        raise_translated(error, command)
     finally:
         sys.argv = saved_argv
     summary = sweep.take_last_summary()
@@ -102,7 +111,7 @@ def _invoke(args: list[str]) -> None:
         return
     if JOB_ERRORS:
         error = JOB_ERRORS[0]
-        raise_translated(error, parse_hydra_args(args, PRIMARY_CONFIG))
+        raise_translated(error, command)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ import shlex
 import sys
 
 from verl_roles.cli_errors import run_reporting_errors
-from verl_roles.legacy import LEGACY_CONFIG_NAMES, migrate_overrides
+from verl_roles.cmdline import CONFIG_NAME, CommandLine, Flag
+from verl_roles.legacy import LEGACY_CONFIG_NAMES, translate_command
 
 USAGE = """usage: verl-roles migrate [ARGS...]
 
@@ -25,8 +26,6 @@ command line: flat LoRA keys become lora.*, critic.model.fsdp_config.* becomes c
 example:
   verl-roles migrate --config-name ppo_megatron_trainer actor_rollout_ref.model.lora_rank=8
   -> model_engine=megatron actor_rollout_ref.model.lora.rank=8"""
-
-CONFIG_NAME_FLAGS = ("--config-name", "-cn")
 
 _SAFE = re.compile(r"^[\w@%+=:,./-]+$")
 
@@ -42,40 +41,27 @@ def shell_quote(token: str) -> str:
     return shlex.quote(token)
 
 
-def _config_name(args: list[str], i: int) -> tuple[str, int] | None:
-    """``(name, tokens used)`` when ``args[i]`` selects the primary config."""
-    token = args[i]
-    for flag in CONFIG_NAME_FLAGS:
-        if token == flag and i + 1 < len(args):
-            return args[i + 1], 2
-        if token.startswith(flag + "="):
-            return token[len(flag) + 1:], 1
-    return None
+def _replacement(flag: Flag) -> list[str] | None:
+    """The overrides replacing a deprecated ``--config-name`` flag, or None."""
+    if flag.spec != CONFIG_NAME or flag.value is None:
+        return None
+    return LEGACY_CONFIG_NAMES.get(flag.value.removesuffix(".yaml"))
 
 
 def migrate_command_line(args: list[str]) -> tuple[list[str], list[str]]:
     """The modern tokens for ``args`` and one line per change made."""
+    translated = translate_command(CommandLine.parse(args))
     tokens: list[str] = []
     changes: list[str] = []
-    i = 0
-    while i < len(args):
-        selected = _config_name(args, i)
-        if selected is not None:
-            name, used = selected
-            stem = name.removesuffix(".yaml")
-            if stem in LEGACY_CONFIG_NAMES:
-                replacement = LEGACY_CONFIG_NAMES[stem]
-                tokens.extend(replacement)
-                old = " ".join(args[i:i + used])
-                changes.append(f"{old} -> {' '.join(replacement)} (deprecated config name)")
-            else:
-                tokens.extend(args[i:i + used])
-            i += used
-            continue
-        tokens.append(args[i])
-        i += 1
-    tokens, translations = migrate_overrides(tokens)
-    changes += [f"{t.old_token} -> {t.new_token} ({t.entry.reason})" for t in translations]
+    for item in translated.command.items:
+        replacement = _replacement(item) if isinstance(item, Flag) else None
+        if replacement is not None:
+            assert isinstance(item, Flag)
+            tokens.extend(replacement)
+            changes.append(f"{' '.join(item.tokens)} -> {' '.join(replacement)} (deprecated config name)")
+        else:
+            tokens.extend(item.tokens if isinstance(item, Flag) else (item.text,))
+    changes += [f"{t.old_token} -> {t.new_token} ({t.entry.reason})" for t in translated.translations]
     return tokens, changes
 
 

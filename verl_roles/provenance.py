@@ -12,7 +12,6 @@ value is an interpolation, the same story is told for each key it refers to.
 
 from __future__ import annotations
 
-import os
 import pickle
 import re
 import sys
@@ -20,21 +19,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra._internal.utils import create_config_search_path
-from hydra.core.config_search_path import SearchPathQuery
-from hydra.core.global_hydra import GlobalHydra
-from hydra.core.override_parser.types import OverrideType
 from hydra.types import RunMode
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import slime
 from verl_roles.cli_errors import run_reporting_errors
+from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.hydra_context import CONF_DIR, compose_raw, isolated_hydra
-from verl_roles.hydra_errors import LIBRARY_ERRORS, CommandLine, KeyKnowledge, raise_translated, translate
-from verl_roles.layout import ROLE_SECTIONS
-from verl_roles.legacy import LEGACY_KEYS, migrate_overrides
-from verl_roles.pipeline import PRIMARY_CONFIG, finalize
+from verl_roles.hydra_context import compose_with_choices, search_path
+from verl_roles.hydra_errors import LIBRARY_ERRORS, KeyKnowledge, raise_translated, translate
+from verl_roles.layout import PRIMARY_CONFIG, ROLE_SECTIONS
+from verl_roles.legacy import LEGACY_KEYS, read_command_line
+from verl_roles.pipeline import finalize
 from verl_roles.roles import ROLE_GROUPS, SLIME_PATH_KEY
 
 _REFERENCE = re.compile(r"\$\{([^${}:]+)\}")
@@ -95,30 +91,12 @@ class UserDir:
     path: str
 
     @classmethod
-    def of(cls, typed: str) -> UserDir:
-        path = os.path.abspath(os.path.expanduser(typed))
-        if not os.path.isdir(path):
-            raise ConfigError(
-                [
-                    Problem(
-                        key="--config-dir",
-                        message=f"{typed!r} is not a directory",
-                        fix="pass the directory holding your own config files (e.g. role/critic/NAME.yaml)",
-                    )
-                ]
-            )
+    def of(cls, typed: str, path: str) -> UserDir:
         return cls(typed=typed.rstrip("/") or "/", path=path)
 
     @property
     def url(self) -> str:
         return f"file://{self.path}"
-
-    def loader(self) -> ConfigLoaderImpl:
-        """Hydra's config loader on conf/ plus this directory, placed on the search path where
-        ``@hydra.main`` places ``--config-dir`` (after conf/, before the structured configs)."""
-        search_path = create_config_search_path(str(CONF_DIR))
-        search_path.prepend(provider="command-line", path=self.url, anchor=SearchPathQuery(provider="schema"))
-        return ConfigLoaderImpl(config_search_path=search_path)
 
 
 def explain(
@@ -141,12 +119,13 @@ def explain_many(
     """:func:`explain` for several keys of one composition (the files are loaded once)."""
     # Legacy keys are read as their current keys before composing, as the main job does; the
     # chain names the legacy spelling the user typed.
-    overrides, translations = migrate_overrides(overrides)
-    aliases = {t.new_token: t.old_token for t in translations}
-    user_dir = UserDir.of(config_dir) if config_dir is not None else None
-    command = CommandLine(config_name, list(overrides), config_dir=user_dir.path if user_dir else None)
+    translated = read_command_line(CommandLine.of(overrides, config_name, config_dir))
+    command = translated.command
+    aliases = {t.new_token: t.old_token for t in translated.translations}
+    dir_path = command.config_dir_path()
+    user_dir = UserDir.of(config_dir, dir_path) if config_dir is not None and dir_path is not None else None
     try:
-        composed, layers, choices = _compose(config_name, list(overrides), user_dir)
+        composed, layers, choices = _compose(command, user_dir)
     except LIBRARY_ERRORS as error:
         raise_translated(error, command)
     run = _Pipeline.through_finalize(composed, layers, command, choices)
@@ -206,8 +185,7 @@ class _Pipeline:
         try:
             final = finalize(
                 composed,
-                config_name=command.config_name,
-                overrides=command.overrides,
+                command=command,
                 choices=choices,
                 observe=lambda step, cfg: stages.append((step, _copy(cfg))),
             )
@@ -370,32 +348,26 @@ def _absolute(reference: str, key: str) -> str:
 
 
 def _compose(
-    config_name: str, overrides: list[str], user_dir: UserDir | None
+    command: CommandLine, user_dir: UserDir | None
 ) -> tuple[DictConfig, list[Layer], dict[str, str | None]]:
     """The composed (unresolved) config; each file of the defaults list, in merge order, loaded at its
     package; and the option chosen for each config group (what the main job hands to finalize as
     Hydra's runtime choices)."""
-    if user_dir is None:
-        composed = compose_raw(config_name, overrides)
-    with isolated_hydra():
-        loader = GlobalHydra.instance().config_loader() if user_dir is None else user_dir.loader()
-        if user_dir is not None:
-            # compose_raw knows conf/ only; a --config-dir is composed by Hydra's own loader.
-            composed = loader.load_configuration(config_name, overrides, RunMode.RUN, from_shell=False)
-            with open_dict(composed):
-                del composed["hydra"]
-        _, repo = loader._parse_overrides_and_create_caching_repo(config_name, overrides)  # type: ignore[attr-defined]
-        defaults = loader.compute_defaults_list(config_name, overrides, RunMode.RUN)
-        layers = []
-        for default in defaults.defaults:
-            if default.config_path is None or default.config_path.startswith("hydra/"):
-                continue
-            loaded = loader._load_single_config(default=default, repo=repo)  # type: ignore[attr-defined]
-            file = f"{default.config_path}.yaml"
-            if user_dir is not None and loaded.path == user_dir.url:
-                file = f"{user_dir.typed}: {file}"
-            layers.append(Layer(file, _describe(file, default.config_path, default.package), loaded.config))
-    return composed, layers, dict(defaults.overrides.known_choices)
+    config_name, overrides = command.config_name, command.texts()
+    composed, choices = compose_with_choices(config_name, overrides, user_dir.path if user_dir else None)
+    loader = ConfigLoaderImpl(config_search_path=search_path(user_dir.path if user_dir else None))
+    _, repo = loader._parse_overrides_and_create_caching_repo(config_name, overrides)  # type: ignore[attr-defined]
+    defaults = loader.compute_defaults_list(config_name, overrides, RunMode.RUN)
+    layers = []
+    for default in defaults.defaults:
+        if default.config_path is None or default.config_path.startswith("hydra/"):
+            continue
+        loaded = loader._load_single_config(default=default, repo=repo)  # type: ignore[attr-defined]
+        file = f"{default.config_path}.yaml"
+        if user_dir is not None and loaded.path == user_dir.url:
+            file = f"{user_dir.typed}: {file}"
+        layers.append(Layer(file, _describe(file, default.config_path, default.package), loaded.config))
+    return composed, layers, choices
 
 
 def _describe(file: str, config_path: str, package: str | None) -> str:
@@ -412,15 +384,15 @@ def _describe(file: str, config_path: str, package: str | None) -> str:
 
 def _command_line_steps(key: str, command: CommandLine, aliases: dict[str, str]) -> list[Step]:
     steps = []
-    for override in command.parsed:
-        target = override.key_or_group
-        if override.type == OverrideType.DEL or not (key == target or key.startswith(target + ".")):
+    for override in command.task_overrides:
+        target = override.key
+        if override.is_delete or not (key == target or key.startswith(target + ".")):
             continue
-        typed = override.input_line
+        typed = override.text
         source = f"command line `{typed}`"
         if typed in aliases:
             source = f"command line `{aliases[typed]}` (legacy key, read as `{typed}`)"
-        if override.is_sweep_override():
+        if override.is_sweep:
             steps.append(Step(f"{source} (a sweep)", override.value()))
             continue
         value = OmegaConf.create({"v": override.value()})
@@ -471,30 +443,26 @@ main job got), followed by one line on stderr saying why; the exit code is then 
 
 example: verl-roles explain critic.megatron.tensor_model_parallel_size model_engine=megatron"""
 
-_FLAGS = {
-    "--config-name": "config_name",
-    "-cn": "config_name",
-    "--config-dir": "config_dir",
-    "-cd": "config_dir",
-}
-
-
 def parse_args(args: Sequence[str]) -> tuple[str | None, list[str], dict[str, str]]:
     """(KEY, overrides, {"config_name"|"config_dir": value}) of an explain command line; the flags may
-    come anywhere, as ``--flag VALUE`` or ``--flag=VALUE``; ``--debug`` stays among the overrides."""
-    key, rest, options = None, [], {}
-    items = list(args)
-    while items:
-        item = items.pop(0)
-        name, eq, inline = item.partition("=")
-        if name in _FLAGS:
-            if not eq and not items:
-                raise ConfigError([Problem(key=name, message="needs a value", fix=f"write `{name} VALUE`")])
-            options[_FLAGS[name]] = inline if eq else items.pop(0)
-        elif key is None and not item.startswith(("-", "~", "+")) and "=" not in item:
-            key = item
-        else:
-            rest.append(item)
+    come anywhere, as ``--flag VALUE`` or ``--flag=VALUE``. KEY is the first argument that is a bare
+    key (no ``=``)."""
+    command = CommandLine.parse(args, flags=CONFIG_FLAGS)
+    for flag in command.flags:
+        if flag.spec is None:
+            raise ConfigError([Problem(key=flag.typed_name, message="is not an option of explain",
+                                       fix="see `verl-roles explain --help`")])
+        if flag.missing_value:
+            raise ConfigError([Problem(key=flag.typed_name, message="needs a value",
+                                       fix=f"write `{flag.typed_name} VALUE`")])
+    options = {}
+    if command.config_name_typed is not None:
+        options["config_name"] = command.config_name_typed
+    if command.config_dir is not None:
+        options["config_dir"] = command.config_dir
+    bare = command.bare_words()
+    key = bare[0].text if bare else None
+    rest = [o.text for o in command.overrides if not (bare and o is bare[0])]
     return key, rest, options
 
 
@@ -513,6 +481,8 @@ def run(args: list[str]) -> int:
     if args and args[0] in ("-h", "--help"):
         print(USAGE)
         return 0
+    # run_reporting_errors takes `--debug` out of this list before the action reads it.
+    args = list(args)
     explained: list[Explanation] = []
 
     def action() -> None:
@@ -520,10 +490,10 @@ def run(args: list[str]) -> int:
         if key is None:
             raise ConfigError([Problem(key="KEY", message="no key to explain", fix="write e.g. "
                                        "`verl-roles explain trainer.nnodes`")])
-        explained.append(explain(key, [r for r in rest if r != "--debug"], **options))
+        explained.append(explain(key, rest, **options))
         print(explained[-1].render())
 
-    code = run_reporting_errors(action, list(args))
+    code = run_reporting_errors(action, args)
     if code == 0 and explained and explained[-1].invalid is not None:
         print(" ".join(_invalid_line(explained[-1].invalid).split()), file=sys.stderr)
         return 2

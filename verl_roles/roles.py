@@ -24,6 +24,7 @@ from typing import Any
 from omegaconf import DictConfig, open_dict
 
 from verl_roles import slime
+from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.notices import warn
@@ -54,37 +55,23 @@ CRITIC_SWITCH = "critic.enable"
 
 @dataclass(frozen=True)
 class RoleSources:
-    """What the user asked for besides config files: the command-line overrides and group choices."""
+    """What the user asked for besides config files: the command line and the option chosen for each
+    config group (Hydra's runtime choices; the command line's own when composed without them)."""
 
-    overrides: tuple[str, ...] = ()
+    command: CommandLine = field(default_factory=CommandLine)
     choices: Mapping[str, str | None] = field(default_factory=dict)
 
     @classmethod
-    def from_command_line(
-        cls, overrides: Sequence[str], choices: Mapping[str, str | None] | None = None
-    ) -> RoleSources:
-        """Sources of a run; ``choices`` (Hydra's runtime choices) default to the group overrides typed."""
-        overrides = tuple(overrides)
-        if choices is None:
-            choices = {override_key(o): o.split("=", 1)[1] for o in overrides if "/" in override_key(o)}
-        return cls(overrides=overrides, choices=dict(choices))
+    def of(cls, command: CommandLine, choices: Mapping[str, str | None] | None = None) -> RoleSources:
+        return cls(command, dict(command.group_choices() if choices is None else choices))
 
     def cli_keys(self) -> list[str]:
-        """The dotted config keys the command line sets (group overrides such as `role/critic=x` excluded)."""
-        keys = (override_key(o) for o in self.overrides if "=" in o or o.startswith("~"))
-        return [key for key in keys if key and "/" not in key]
+        """The dotted config keys the command line sets or deletes (group choices excluded)."""
+        return self.command.touched_keys()
 
     def cli_value(self, key: str) -> str:
-        for override in self.overrides:
-            if override_key(override) == key and "=" in override:
-                return override.split("=", 1)[1]
-        return ""
-
-
-def override_key(override: str) -> str:
-    """The key of a Hydra override string: `+critic.x=1` -> `critic.x`, `~critic.x` -> `critic.x`."""
-    key = override.split("=", 1)[0].strip()
-    return key.lstrip("~+").split("@", 1)[0]
+        override = self.command.override_for(key)
+        return override.value_text or "" if override is not None and override.key == key else ""
 
 
 def apply_roles(cfg: DictConfig, sources: RoleSources) -> list[Problem]:

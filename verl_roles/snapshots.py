@@ -23,9 +23,10 @@ from omegaconf import DictConfig
 from verl_roles.api import compose
 from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.layout import PRIMARY_CONFIG
+from verl_roles.legacy import LEGACY_CONFIG_NAMES
 from verl_roles.notices import ConfigDeprecationWarning
 from verl_roles.output import to_yaml, write_atomic
-from verl_roles.pipeline import DEPRECATED_CONFIG_NAMES, PRIMARY_CONFIG
 
 SCRIPT = "scripts/generate_trainer_config.sh"
 GENERATED_DIR = "_generated"
@@ -130,7 +131,7 @@ def header(variant: Variant, cfg_text: str) -> str:
         f"# Composed as: {variant.composition.command()}",
     ]
     for other in variant.same_as:
-        note = " (deprecated name)" if other.config_name in DEPRECATED_CONFIG_NAMES else ""
+        note = " (deprecated name)" if other.config_name in LEGACY_CONFIG_NAMES else ""
         lines.append(f"# Same config as: {other.command()}{note}")
     lines += [
         f"# model_engine: {engine}",

@@ -175,11 +175,13 @@ def failed_job_config(
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from verl_roles.cli_errors import report
-    from verl_roles.hydra_errors import CommandLine, translate
+    from verl_roles.cmdline import CommandLine
+    from verl_roles.hydra_errors import translate
 
     task = [o for o in OverridesParser.create().parse_overrides(list(overrides)) if not o.is_hydra_override()]
     config_name = str(master_config.hydra.job.config_name)
-    message = report(translate(error, CommandLine(config_name, [str(o.input_line) for o in task])))
+    command = CommandLine.of([str(o.input_line) for o in task], config_name=config_name)
+    message = report(translate(error, command))
     cfg = copy.deepcopy(master_config)
     with read_write(cfg), open_dict(cfg):
         for key in [k for k in cfg if k != "hydra"]:

@@ -1,0 +1,438 @@
+"""The command line, parsed once, with Hydra's own override parser.
+
+Every entry point (``python -m verl_roles.main``, :func:`verl_roles.compose`, ``verl-roles explain``,
+``diff``, ``migrate`` and ``export-slime``) turns what the user typed into one :class:`CommandLine`,
+and everything that needs to know what was typed reads it: the legacy translation (override values
+only, never a flag's value), the roles step (which keys the command line sets, which group options it
+chose), and the wording of errors (which override set a key, which engine was asked for).
+
+A command line is a sequence of items in the order typed:
+
+- :class:`Flag`: a Hydra flag (``--config-name NAME``, ``-cn=NAME``, ``--cfg job``, ``-p PKG``,
+  ``--info [WHAT]``, ``-m``, ...) or a command's own (``export-slime -o FILE``), with its value. The
+  table of Hydra's flags mirrors Hydra's argument parser (``tests/test_cmdline.py`` pins it).
+- :class:`Override`: every other argument, parsed by Hydra's ``OverridesParser`` (key or group,
+  ``+`` / ``++`` / ``~``, ``@package``, value, sweep). An argument Hydra's grammar rejects is kept with
+  its text (Hydra reports it when composing) and split into key and value by its spelling.
+
+An override is a *group choice* when its key names a config group of the search path and its value
+is not a dict, exactly the rule Hydra uses to put it into the defaults list; the groups are the
+directories of the config tree (:class:`verl_roles.config_tree.ConfigTree`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override as HydraOverride
+from hydra.core.override_parser.types import OverrideType
+from hydra.errors import HydraException
+
+from verl_roles.config_tree import ConfigTree, config_dir_path
+from verl_roles.layout import ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG
+
+# --- flags ----------------------------------------------------------------------------------------
+
+NO_VALUE, REQUIRED, OPTIONAL = "none", "required", "optional"
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    """One option a command accepts: its spellings (long first), whether it takes a value, and the
+    allowed values (an ``OPTIONAL`` value is taken only when it is one of them, else ``const``)."""
+
+    names: tuple[str, ...]
+    value: str = NO_VALUE
+    choices: tuple[str, ...] = ()
+    const: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+HELP = FlagSpec(("--help", "-h"))
+HYDRA_HELP = FlagSpec(("--hydra-help",))
+VERSION = FlagSpec(("--version",))
+CFG = FlagSpec(("--cfg", "-c"), REQUIRED, ("job", "hydra", "all"))
+RESOLVE = FlagSpec(("--resolve",))
+PACKAGE = FlagSpec(("--package", "-p"), REQUIRED)
+RUN = FlagSpec(("--run", "-r"))
+MULTIRUN = FlagSpec(("--multirun", "-m"))
+SHELL_COMPLETION = FlagSpec(("--shell-completion", "-sc"))
+CONFIG_PATH = FlagSpec(("--config-path", "-cp"), REQUIRED)
+CONFIG_NAME = FlagSpec(("--config-name", "-cn"), REQUIRED)
+CONFIG_DIR = FlagSpec(("--config-dir", "-cd"), REQUIRED)
+EXPERIMENTAL_RERUN = FlagSpec(("--experimental-rerun",), REQUIRED)
+INFO = FlagSpec(
+    ("--info", "-i"), OPTIONAL, ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath"), "all"
+)
+
+# Every flag of a Hydra app's command line (hydra/_internal/utils.py: get_args_parser).
+HYDRA_FLAGS: tuple[FlagSpec, ...] = (
+    HELP, HYDRA_HELP, VERSION, CFG, RESOLVE, PACKAGE, RUN, MULTIRUN, SHELL_COMPLETION,
+    CONFIG_PATH, CONFIG_NAME, CONFIG_DIR, EXPERIMENTAL_RERUN, INFO,
+)
+
+# The flags that choose the config (every command that composes accepts them).
+CONFIG_FLAGS: tuple[FlagSpec, ...] = (CONFIG_NAME, CONFIG_DIR)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A flag as typed (one or two tokens) and its value; ``spec`` is None for an option no spec
+    names (the command decides whether that is an error)."""
+
+    spec: FlagSpec | None
+    tokens: tuple[str, ...]
+    value: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name if self.spec is not None else self.tokens[0].partition("=")[0]
+
+    @property
+    def typed_name(self) -> str:
+        """The spelling the user typed (``-cn`` or ``--config-name``)."""
+        return self.tokens[0].partition("=")[0]
+
+    @property
+    def missing_value(self) -> bool:
+        return self.spec is not None and self.spec.value == REQUIRED and self.value is None
+
+
+# --- overrides ------------------------------------------------------------------------------------
+
+_PREFIX_TYPES = (("++", OverrideType.FORCE_ADD), ("+", OverrideType.ADD), ("~", OverrideType.DEL))
+
+
+@dataclass(frozen=True)
+class Override:
+    """One override argument: its text as typed and what Hydra's grammar makes of it.
+
+    ``key`` is the dotted key or the group path (without ``+``/``++``/``~`` and ``@package``);
+    ``is_group`` says whether Hydra puts it into the defaults list (a config group, a non-dict value).
+    ``parsed`` is Hydra's own parse, or None when the grammar rejects the text.
+    """
+
+    text: str
+    key: str
+    type: OverrideType
+    package: str | None
+    is_group: bool
+    parsed: HydraOverride | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def value_text(self) -> str | None:
+        """The value as typed (after the first ``=``), or None (``~key``)."""
+        head, eq, value = self.text.partition("=")
+        return value if eq else None
+
+    @property
+    def is_hydra(self) -> bool:
+        """Hydra's own settings (``hydra.run.dir=...``, ``hydra/launcher=joblib``): not a task override."""
+        return self.key == "hydra" or self.key.startswith(("hydra.", "hydra/"))
+
+    @property
+    def is_sweep(self) -> bool:
+        return self.parsed is not None and self.parsed.is_sweep_override()
+
+    @property
+    def is_delete(self) -> bool:
+        return self.type == OverrideType.DEL
+
+    @property
+    def is_bare_word(self) -> bool:
+        """A word with no ``=`` that is no deletion: not an override (explain's KEY argument)."""
+        return self.type == OverrideType.CHANGE and "=" not in self.text
+
+    @property
+    def prefix(self) -> str:
+        return self.text[: len(self.text) - len(self.text.lstrip("+~"))]
+
+    def value(self) -> Any:
+        """Hydra's parsed value (a sweep object for a sweep), or None when the text did not parse."""
+        return None if self.parsed is None else self.parsed.value()
+
+    def value_element_text(self) -> str:
+        """The value written back as Hydra writes it (``1e-05``, ``[a,b]``), or as typed when it
+        does not parse; ``VALUE`` for a deletion without value."""
+        if self.parsed is not None and self.parsed.value_type is not None:
+            try:
+                return self.parsed.get_value_element_as_str()
+            except Exception:  # noqa: BLE001 - a sweep or odd value is shown as typed
+                pass
+        return self.value_text if self.value_text is not None else "VALUE"
+
+
+def _lexical_parts(text: str) -> tuple[OverrideType, str, str | None]:
+    """Type, key and package of an override by its spelling (for text Hydra's grammar rejects)."""
+    kind, body = OverrideType.CHANGE, text
+    for prefix, prefix_kind in _PREFIX_TYPES:
+        if text.startswith(prefix):
+            kind, body = prefix_kind, text[len(prefix):]
+            break
+    key, _, package = body.partition("=")[0].partition("@")
+    return kind, key, package or None
+
+
+def parse_override(text: str, tree: ConfigTree, parser: OverridesParser | None = None) -> Override:
+    """One argument as an :class:`Override` (see the module docstring for the group rule)."""
+    parser = parser or OverridesParser.create()
+    try:
+        parsed = parser.parse_override(text)
+    except HydraException:
+        kind, key, package = _lexical_parts(text)
+        return Override(text, key, kind, package, is_group="=" in text and tree.is_group(key))
+    key = parsed.key_or_group
+    is_group = not isinstance(parsed.value(), dict) and tree.is_group(key)
+    return Override(text, key, parsed.type, parsed.package, is_group, parsed)
+
+
+# --- the command line -----------------------------------------------------------------------------
+
+Item = Flag | Override
+
+
+def _match_flag(name: str, specs: Sequence[FlagSpec]) -> FlagSpec | None:
+    """The spec spelled ``name``, or the one long option it is an unambiguous prefix of (as argparse)."""
+    for spec in specs:
+        if name in spec.names:
+            return spec
+    if name.startswith("--") and len(name) > 2:
+        matches = [s for s in specs if any(n.startswith(name) for n in s.names if n.startswith("--"))]
+        if len(matches) == 1:
+            return matches[0]
+    return None
+
+
+def split_arguments(args: Sequence[str], specs: Sequence[FlagSpec]) -> list[Flag | str]:
+    """Flags (with their values) and the other arguments, in the order typed.
+
+    A flag's value is never an argument: ``-p actor_rollout_ref.model.lora_rank`` is one flag. After
+    ``--`` every token is an argument.
+    """
+    items: list[Flag | str] = []
+    index, count = 0, len(args)
+    while index < count:
+        token = args[index]
+        index += 1
+        if token == "--":
+            items.extend(args[index:])
+            break
+        if not token.startswith("-") or token == "-":
+            items.append(token)
+            continue
+        name, eq, inline = token.partition("=")
+        spec = _match_flag(name, specs)
+        if spec is None:
+            items.append(Flag(None, (token,), inline if eq else None))
+        elif eq:
+            items.append(Flag(spec, (token,), inline))
+        elif spec.value == REQUIRED:
+            following = args[index] if index < count else None
+            if following is None or _match_flag(following.partition("=")[0], specs) is not None:
+                items.append(Flag(spec, (token,), None))
+            else:
+                items.append(Flag(spec, (token, following), following))
+                index += 1
+        elif spec.value == OPTIONAL and index < count and args[index] in spec.choices:
+            items.append(Flag(spec, (token, args[index]), args[index]))
+            index += 1
+        else:
+            items.append(Flag(spec, (token,), spec.const))
+    return items
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """What the user asked for: flags and overrides, in the order typed (see the module docstring)."""
+
+    items: tuple[Item, ...] = ()
+    default_config: str = PRIMARY_CONFIG
+    tree: ConfigTree = field(default_factory=ConfigTree, compare=False, repr=False)
+
+    # --- building ---------------------------------------------------------------------------------
+
+    @classmethod
+    def parse(
+        cls,
+        args: Sequence[str],
+        flags: Sequence[FlagSpec] = HYDRA_FLAGS,
+        default_config: str = PRIMARY_CONFIG,
+    ) -> CommandLine:
+        """A command line as typed; ``flags`` are the options the command knows."""
+        split = split_arguments(list(args), flags)
+        return cls._build(split, default_config)
+
+    @classmethod
+    def of(
+        cls,
+        overrides: Sequence[str] = (),
+        config_name: str = PRIMARY_CONFIG,
+        config_dir: str | None = None,
+    ) -> CommandLine:
+        """The command line equivalent of an API call: every item of ``overrides`` is an override."""
+        split: list[Flag | str] = []
+        if config_name != PRIMARY_CONFIG:
+            split.append(Flag(CONFIG_NAME, (CONFIG_NAME.name, config_name), config_name))
+        if config_dir is not None:
+            split.append(Flag(CONFIG_DIR, (CONFIG_DIR.name, config_dir), config_dir))
+        split.extend(overrides)
+        return cls._build(split, PRIMARY_CONFIG)
+
+    @classmethod
+    def _build(cls, split: Sequence[Flag | str], default_config: str) -> CommandLine:
+        texts = [item for item in split if isinstance(item, str)]
+        extra: list[str | None] = [
+            f.value for f in split if isinstance(f, Flag) and f.spec in (CONFIG_DIR, CONFIG_PATH)
+        ]
+        extra += _searchpath_entries(texts)
+        tree = ConfigTree.with_extra(extra)
+        parser = OverridesParser.create()
+        items = tuple(
+            item if isinstance(item, Flag) else parse_override(item, tree, parser) for item in split
+        )
+        return cls(items, default_config, tree)
+
+    def rewritten(self, rewrite: Callable[[Override], Sequence[str] | None]) -> CommandLine:
+        """This command line with each override replaced by ``rewrite(override)`` (its new argument
+        texts; None keeps it). Flags stay exactly as typed."""
+        split: list[Flag | str] = []
+        for item in self.items:
+            if isinstance(item, Flag):
+                split.append(item)
+                continue
+            replacement = rewrite(item)
+            split.extend([item.text] if replacement is None else replacement)
+        return self._build(split, self.default_config)
+
+    # --- flags ------------------------------------------------------------------------------------
+
+    @property
+    def flags(self) -> tuple[Flag, ...]:
+        return tuple(item for item in self.items if isinstance(item, Flag))
+
+    def flag(self, spec: FlagSpec) -> Flag | None:
+        """The last occurrence of ``spec`` (argparse keeps the last)."""
+        found = [f for f in self.flags if f.spec == spec]
+        return found[-1] if found else None
+
+    @property
+    def config_name(self) -> str:
+        """The primary config, without a ``.yaml`` suffix (``ppo_megatron_trainer.yaml`` and
+        ``ppo_megatron_trainer`` are the same config)."""
+        flag = self.flag(CONFIG_NAME)
+        name = flag.value if flag is not None and flag.value else self.default_config
+        return name.removesuffix(".yaml")
+
+    @property
+    def config_name_typed(self) -> str | None:
+        flag = self.flag(CONFIG_NAME)
+        return flag.value if flag is not None else None
+
+    @property
+    def config_dir(self) -> str | None:
+        flag = self.flag(CONFIG_DIR)
+        return flag.value if flag is not None else None
+
+    def config_dir_path(self) -> str | None:
+        """The ``--config-dir`` as an absolute path (a :class:`ConfigError` when it is no directory)."""
+        return None if self.config_dir is None else config_dir_path(self.config_dir)
+
+    @property
+    def is_multirun(self) -> bool:
+        return self.flag(MULTIRUN) is not None
+
+    # --- overrides --------------------------------------------------------------------------------
+
+    @property
+    def overrides(self) -> tuple[Override, ...]:
+        """Every argument that is not a flag, in order (Hydra's and the task's)."""
+        return tuple(item for item in self.items if isinstance(item, Override))
+
+    @cached_property
+    def task_overrides(self) -> tuple[Override, ...]:
+        """The overrides of the config itself (not ``hydra.*``), bare words excluded."""
+        return tuple(o for o in self.overrides if not o.is_hydra and not o.is_bare_word)
+
+    def texts(self) -> list[str]:
+        """Every override as typed (what Hydra is handed)."""
+        return [o.text for o in self.overrides]
+
+    def argv(self) -> list[str]:
+        """The arguments, flags and overrides, in the order typed."""
+        tokens: list[str] = []
+        for item in self.items:
+            tokens.extend(item.tokens if isinstance(item, Flag) else (item.text,))
+        return tokens
+
+    def bare_words(self) -> list[Override]:
+        return [o for o in self.overrides if o.is_bare_word]
+
+    def group_overrides(self) -> list[Override]:
+        return [o for o in self.task_overrides if o.is_group]
+
+    def key_overrides(self) -> list[Override]:
+        return [o for o in self.task_overrides if not o.is_group]
+
+    def group_choices(self) -> dict[str, str | None]:
+        """Group -> the option typed (None for a deletion ``~group``); sweeps are left out."""
+        choices: dict[str, str | None] = {}
+        for override in self.group_overrides():
+            if override.is_sweep:
+                continue
+            if override.is_delete:
+                choices[override.key] = None
+            elif override.parsed is not None:
+                choices[override.key] = str(override.value())
+        return choices
+
+    def set_keys(self) -> list[str]:
+        """The keys the command line gives a value (``key=``, ``+key=``, ``++key=``), in order."""
+        return [o.key for o in self.key_overrides() if not o.is_delete]
+
+    def touched_keys(self) -> list[str]:
+        """The keys the command line sets or deletes, in order."""
+        return [o.key for o in self.key_overrides()]
+
+    def override_for(self, key: str) -> Override | None:
+        """The last override whose key is ``key`` or a section holding it."""
+        found = None
+        for override in self.task_overrides:
+            if key == override.key or key.startswith(override.key + "."):
+                found = override
+        return found
+
+    def origin_of(self, key: str) -> str:
+        """"the command line override `...`" when the command line set ``key``, else ''."""
+        override = self.override_for(key)
+        return f"the command line override `{override.text}`" if override is not None else ""
+
+    def engine(self, default: str) -> str:
+        """The engine the command line chose (aliases resolved), else ``default``."""
+        for override in reversed(self.group_overrides()):
+            if override.key == ENGINE_KEY and not override.is_sweep and override.parsed is not None:
+                value = str(override.value())
+                return ENGINE_ALIASES.get(value, value)
+        return ENGINE_ALIASES.get(default, default)
+
+
+def _searchpath_entries(texts: Sequence[str]) -> list[str]:
+    """The directories a ``hydra.searchpath=[...]`` override adds (they hold config groups too)."""
+    entries: list[str] = []
+    for text in texts:
+        if not text.lstrip("+").startswith("hydra.searchpath="):
+            continue
+        try:
+            value = OverridesParser.create().parse_override(text).value()
+        except HydraException:
+            continue
+        if isinstance(value, list):
+            entries.extend(str(v) for v in value)
+    return entries
+

@@ -1,0 +1,155 @@
+"""The config tree on disk: where the shipped tree is, and which config groups a search path offers.
+
+Hydra sorts an override into the defaults list when its key names a config group, i.e. a directory
+of a config source on the search path (``model_engine``, ``role/critic``, ``hydra/launcher``). The
+command-line model (:mod:`verl_roles.cmdline`) asks :class:`ConfigTree` the same question, so it
+classifies ``model_engine=megatron`` as a group choice and ``trainer.nnodes=2`` as a key without
+composing anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+
+from hydra.core.config_store import ConfigStore
+from hydra.core.plugins import Plugins
+
+from verl_roles.errors import ConfigError, Problem
+
+
+def _find_conf_dir() -> Path:
+    """The config tree: ``verl_roles/conf`` in an installed wheel, the top-level ``conf/`` in a checkout.
+
+    Running from a source checkout (e.g. ``python -m verl_roles.main`` in the repo root) imports the
+    package from the source tree, which has no ``verl_roles/conf``; the checkout's ``conf/`` is used then.
+    """
+    package_dir = Path(__file__).resolve().parent
+    for candidate in (package_dir / "conf", package_dir.parent / "conf"):
+        if (candidate / "ppo_trainer.yaml").is_file():
+            return candidate
+    raise FileNotFoundError(f"verl_roles: no config tree (ppo_trainer.yaml) next to {package_dir}")
+
+
+CONF_DIR = _find_conf_dir()
+
+# Hydra's own config source (pkg://hydra.conf): its directories are Hydra's groups (hydra,
+# hydra/launcher, hydra/sweeper, ...), which launcher plugins add options to.
+HYDRA_CONF = "pkg://hydra.conf"
+
+
+def source_directory(url: str) -> Path | None:
+    """The directory of a search-path entry (``file://DIR``, ``pkg://module``, or a plain path)."""
+    if url.startswith("pkg://"):
+        try:
+            root = resources.files(url[len("pkg://"):])
+        except (ModuleNotFoundError, TypeError, ValueError):
+            return None
+        return Path(str(root)) if os.path.isdir(str(root)) else None
+    path = url[len("file://"):] if url.startswith("file://") else url
+    return Path(path).expanduser().resolve() if path else None
+
+
+def _sub_directories(tops: Iterable[Path]) -> set[str]:
+    found: set[str] = set()
+    for top in tops:
+        for root, dirs, _ in os.walk(top):
+            relative = Path(root).relative_to(top).as_posix()
+            found.update(name if relative == "." else f"{relative}/{name}" for name in dirs)
+    return found
+
+
+def _config_store_groups() -> set[str]:
+    """The groups registered in Hydra's config store (``hydra/launcher``, ``hydra/sweeper``, and those
+    of launcher and sweeper plugins, which register on plugin discovery)."""
+    Plugins.instance()
+    found: set[str] = set()
+
+    def walk(node: dict, prefix: str) -> None:
+        for name, child in node.items():
+            if isinstance(child, dict):
+                found.add(prefix + name)
+                walk(child, prefix + name + "/")
+
+    walk(ConfigStore.instance().repo, "")
+    return found
+
+
+def config_dir_path(typed: str) -> str:
+    """The absolute path of a user's ``--config-dir`` as typed; a :class:`ConfigError` when it is not
+    a directory."""
+    path = os.path.abspath(os.path.expanduser(typed))
+    if not os.path.isdir(path):
+        raise ConfigError(
+            [
+                Problem(
+                    key="--config-dir",
+                    message=f"{typed!r} is not a directory",
+                    fix="pass the directory holding your own config files (e.g. role/critic/NAME.yaml)",
+                )
+            ]
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class ConfigTree:
+    """The directories of a search path, primary tree first; their sub-directories are config groups."""
+
+    directories: tuple[Path, ...] = (CONF_DIR,)
+
+    @classmethod
+    def with_extra(cls, extra: Iterable[str | Path | None]) -> ConfigTree:
+        """The shipped tree plus each extra directory (``--config-dir``, ``hydra.searchpath`` entries)."""
+        directories = [CONF_DIR]
+        for entry in extra:
+            directory = source_directory(str(entry)) if entry is not None else None
+            if directory is not None and directory not in directories:
+                directories.append(directory)
+        return cls(tuple(directories))
+
+    @cached_property
+    def _groups(self) -> frozenset[str]:
+        return frozenset(_sub_directories(self.directories))
+
+    @cached_property
+    def _hydra_groups(self) -> frozenset[str]:
+        hydra_conf = source_directory(HYDRA_CONF)
+        found = _sub_directories([hydra_conf] if hydra_conf is not None else [])
+        return frozenset(found | _config_store_groups())
+
+    def groups(self) -> frozenset[str]:
+        """Every config group of the tree: each directory below a source, as a ``/`` path."""
+        return self._groups
+
+    def is_group(self, name: str) -> bool:
+        """True when ``name`` is a config group: Hydra's ``group_exists`` on this search path."""
+        if name in self._groups:
+            return True
+        return name.partition("/")[0] == "hydra" and name in self._hydra_groups
+
+    def groups_with_options(self) -> list[str]:
+        """The groups a user picks an option of (a directory holding at least one config file), sorted."""
+        names = set()
+        for group in self.groups():
+            for top in self.directories:
+                folder = top / group
+                if folder.is_dir() and any(p.suffix in (".yaml", ".yml") for p in folder.iterdir()):
+                    names.add(group)
+                    break
+        return sorted(names)
+
+    def options(self, group: str) -> list[str]:
+        """The options of ``group`` (file stems), sorted."""
+        found = {
+            p.stem
+            for top in self.directories
+            if (top / group).is_dir()
+            for p in (top / group).iterdir()
+            if p.suffix in (".yaml", ".yml")
+        }
+        return sorted(found)
