@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -180,11 +180,18 @@ def _lexical_parts(text: str) -> tuple[OverrideType, str, str | None]:
     return kind, key, package or None
 
 
-def parse_override(text: str, tree: ConfigTree, parser: OverridesParser | None = None) -> Override:
+@lru_cache(maxsize=4096)
+def hydra_parse(text: str) -> HydraOverride:
+    """Hydra's parse of one override, memoized per process (the same text parses the same way; the
+    result is only read, by us and by Hydra's composition). Raises Hydra's ``OverrideParseException``."""
+    (parsed,) = OverridesParser.create().parse_overrides([text])
+    return parsed
+
+
+def parse_override(text: str, tree: ConfigTree) -> Override:
     """One argument as an :class:`Override` (see the module docstring for the group rule)."""
-    parser = parser or OverridesParser.create()
     try:
-        parsed = parser.parse_override(text)
+        parsed = hydra_parse(text)
     except HydraException:
         kind, key, package = _lexical_parts(text)
         return Override(text, key, kind, package, is_group="=" in text and tree.is_group(key))
@@ -293,10 +300,7 @@ class CommandLine:
         ]
         extra += _searchpath_entries(texts)
         tree = ConfigTree.with_extra(extra)
-        parser = OverridesParser.create()
-        items = tuple(
-            item if isinstance(item, Flag) else parse_override(item, tree, parser) for item in split
-        )
+        items = tuple(item if isinstance(item, Flag) else parse_override(item, tree) for item in split)
         return cls(items, default_config, tree)
 
     def rewritten(self, rewrite: Callable[[Override], Sequence[str] | None]) -> CommandLine:
@@ -429,7 +433,7 @@ def _searchpath_entries(texts: Sequence[str]) -> list[str]:
         if not text.lstrip("+").startswith("hydra.searchpath="):
             continue
         try:
-            value = OverridesParser.create().parse_override(text).value()
+            value = hydra_parse(text).value()
         except HydraException:
             continue
         if isinstance(value, list):

@@ -51,7 +51,6 @@ from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
 from hydra.core.default_element import InputDefault, ResultDefault
 from hydra.core.global_hydra import GlobalHydra
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 from hydra.core.plugins import Plugins
 from hydra.core.utils import JobRuntime, setup_globals
@@ -63,6 +62,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf._utils import get_yaml_loader
 from omegaconf.errors import OmegaConfBaseException
 
+from verl_roles.cmdline import hydra_parse
 from verl_roles.config_tree import CONF_DIR
 
 # Set VERL_ROLES_NO_CACHE=1 to compose exactly as stock Hydra does (for benchmarks and bisecting).
@@ -407,7 +407,7 @@ class MemoizingConfigLoader(SweepConfigLoader):
         self, config_name: str | None, overrides: list[str]
     ) -> tuple[list[Override], _CallRepository]:
         _cache_for(self.repository.get_sources()).refresh()
-        parsed = OverridesParser.create().parse_overrides(overrides=overrides)
+        parsed = [hydra_parse(text) for text in overrides]
         repo = _CallRepository(self.repository)
         self._process_config_searchpath(config_name, parsed, repo)
         if _sources_key(repo.get_sources()) != _sources_key(self.repository.get_sources()):
