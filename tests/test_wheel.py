@@ -45,6 +45,7 @@ def test_wheel_ships_conf_and_runs_from_unrelated_dir(tmp_path: Path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for yaml_file in CONF.rglob("*.yaml"):
         assert f"verl_roles/conf/{yaml_file.relative_to(CONF).as_posix()}" in names, yaml_file
+    assert "verl_roles/verl_reference.json" in names
 
     site = tmp_path / "site"
     subprocess.run(
