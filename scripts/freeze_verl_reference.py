@@ -40,8 +40,11 @@ concern, sorted keys, byte-identical on re-run:
     name lists verl exposes: advantage estimators, policy loss modes, reward managers,
     ``loss_agg_mode`` values, each with where it comes from.
 ``examples_verdicts.json``
-    per example launch: whether verl's config tree composes it (and resolves it), or the error
-    class and first line.
+    per example launch: whether verl's config tree composes it, or the error class and first line;
+    when it composes, whether it resolves and whether verl's ``validate_config`` (what its entry
+    point runs before starting Ray) accepts it, or the innermost error. The script sets
+    ``HF_HUB_OFFLINE=1``; a launch whose check opens the model or needs a rollout engine fails here
+    for that reason (no model files, no vLLM), which ``validate_error`` shows.
 
 Type descriptors: a builtin name (``"int"``, ``"float"``, ``"str"``, ``"bool"``, ``"any"``,
 ``"none"``) or an object with ``kind`` one of ``optional`` (``of``), ``union`` (``of``: list),
@@ -60,12 +63,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import enum
 import hashlib
 import importlib
 import importlib.metadata
+import io
 import json
+import os
 import re
 import sys
 import types
@@ -86,6 +92,7 @@ CONVERT_FUNCTION = "omega_conf_to_dataclass"
 
 JSONValue = Any
 OMEGACONF_MISSING = "???"
+OFFLINE_ENVIRONMENT = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 class UsageError(Exception):
@@ -990,17 +997,38 @@ def example_verdict(conf: Path, tokens: list[str]) -> dict[str, JSONValue]:
     verdict["composes"] = True
     verdict["model_engine"] = cfg.get(ENGINE_GROUP)
     try:
-        OmegaConf.resolve(cfg)
+        OmegaConf.resolve(OmegaConf.create(OmegaConf.to_container(cfg)))
         verdict["resolves"] = True
     except Exception as exc:  # noqa: BLE001
         verdict["resolves"] = False
         verdict["resolve_error"] = scrub(first_line(exc))
+    verdict.update(validation_verdict(cfg))
     return verdict
 
 
+def validation_verdict(cfg: Any) -> dict[str, JSONValue]:
+    """What verl's entry point checks before it starts Ray: ``validate_config`` with the reference
+    policy and critic its own ``need_reference_policy`` / ``need_critic`` decide. A failure is
+    recorded by its innermost exception (verl wraps dataclass errors in Hydra's
+    InstantiationException)."""
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            validate_config(cfg, need_reference_policy(cfg), need_critic(cfg))
+        return {"validates": True}
+    except Exception as exc:  # noqa: BLE001 - the failure is the recorded fact
+        root: BaseException = exc
+        while root.__cause__ is not None or (root.__context__ is not None and not root.__suppress_context__):
+            root = root.__cause__ or root.__context__
+        return {"validates": False, "validate_error": scrub(first_line(root))}
+
+
 def config_path_is_verls(config_path: str) -> bool:
-    """A ``--config-path`` that names verl's own trainer config folder (as verl scripts spell it)."""
-    cleaned = config_path.rstrip("/")
+    """A ``--config-path`` that names verl's own trainer config folder: Hydra reads a relative one from
+    the folder of verl's entry point (verl/trainer), so ``config`` and ``./config`` are that folder."""
+    cleaned = config_path.rstrip("/").removeprefix("./")
     return cleaned in ("config", "verl/trainer/config") or cleaned.endswith("/verl/trainer/config")
 
 
@@ -1016,6 +1044,7 @@ def examples_record(conf: Path, examples_dir: Path) -> JSONValue | None:
             "examples": len(items),
             "composed_by_verl": sum(1 for v in items.values() if v["composes"]),
             "resolved_by_verl": sum(1 for v in items.values() if v.get("resolves")),
+            "validated_by_verl": sum(1 for v in items.values() if v.get("validates")),
         }
         for source, items in verdicts.items()
     }
@@ -1277,6 +1306,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # verl's checks may look a model up on a hub: nothing here may use the network.
+    for variable in OFFLINE_ENVIRONMENT:
+        os.environ[variable] = "1"
     out_dir = args.out_dir or REPO / "tests" / "data" / f"verl-{args.verl_version}"
     try:
         verl, version = import_verl(args.verl_version, allow_other_version=args.compare_installed)

@@ -19,6 +19,8 @@ from conftest import REPO, cli_env
 from verl_reference import VERL_VERSION, declared_type, engines, leaves, load, reference_dir
 
 SCRIPT = REPO / "scripts" / "freeze_verl_reference.py"
+EXAMPLES = REPO / "tests" / "data" / "verl_examples"
+SOURCES = ["verl-project", "volcengine"]
 VERL_ENGINES = ["dp", "megatron", "torchtitan", "veomni"]
 SHA256 = re.compile(r"[0-9a-f]{64}")
 SCALAR_TYPES = {"int", "float", "str", "bool", "bytes", "any", "none"}
@@ -257,3 +259,65 @@ def test_freeze_refuses_clearly_without_verl(tmp_path: Path):
     assert "Traceback" not in result.stderr
     assert "pip install verl==0.9.1" in result.stderr
     assert not (tmp_path / "ref").exists()
+
+
+def corpus(source: str) -> dict[str, list[str]]:
+    """Launch name -> its lines (header included) for one corpus source."""
+    return {
+        p.stem: p.read_text(encoding="utf-8").splitlines() for p in sorted((EXAMPLES / source).glob("*.txt"))
+    }
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_examples_corpus_files_are_headed_override_lists(source):
+    launches = corpus(source)
+    manifest = (EXAMPLES / source / "MANIFEST").read_text(encoding="utf-8")
+    assert f"launches recorded: {len(launches)}" in manifest
+    assert len(launches) > 100
+    for name, lines in launches.items():
+        header = [line for line in lines if line.startswith("#")]
+        overrides = lines[len(header) :]
+        assert header and lines[: len(header)] == header, name
+        assert re.match(
+            r"# Overrides of verl's \S+\.sh \(" + source + r" snapshot [0-9a-f]{12}\)", header[0]
+        ), name
+        assert re.search(r"stand-ins: (\S+, )*HOME=/home/user[,.]", " ".join(header)), name
+        assert overrides and all(line.strip() == line and line for line in overrides), name
+        assert f"-> {name}.txt" in manifest or f", {name}.txt" in manifest, name
+
+
+def test_examples_corpus_covers_the_engines_and_features_verl_ships():
+    text = "\n".join(line for source in SOURCES for lines in corpus(source).values() for line in lines)
+    for needle in (
+        "model_engine=megatron",
+        "model_engine=veomni",
+        "model_engine=torchtitan",
+        "algorithm.adv_estimator=grpo",
+        "algorithm.adv_estimator=gae",
+        "lora_rank=",
+        "reward_model.",
+        "reward.",
+        "distillation.enabled=True",
+        "--config-name=ppo_megatron_trainer.yaml",
+    ):
+        assert needle in text, needle
+
+
+def test_examples_verdicts_match_the_corpus_one_to_one():
+    frozen = load("examples_verdicts.json")
+    assert sorted(frozen["verdicts"]) == SOURCES
+    for source in SOURCES:
+        verdicts = frozen["verdicts"][source]
+        assert sorted(verdicts) == sorted(corpus(source)), source
+        summary = frozen["summary"][source]
+        assert summary["examples"] == len(verdicts)
+        assert summary["composed_by_verl"] == sum(v["composes"] for v in verdicts.values())
+        assert summary["validated_by_verl"] == sum(bool(v.get("validates")) for v in verdicts.values())
+        for name, verdict in verdicts.items():
+            if verdict["composes"]:
+                assert verdict["model_engine"] in VERL_ENGINES and isinstance(verdict["validates"], bool), (
+                    name
+                )
+            else:
+                assert re.match(r"\w+: \S", verdict["error"]) and "resolves" not in verdict, name
+    assert frozen["verdicts"]["verl-project"]["examples__ppo_trainer__run_qwen3_8b_fsdp"]["composes"] is True
