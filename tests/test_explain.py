@@ -27,7 +27,7 @@ def test_role_option_overrides_the_optimizer_default():
     assert explained.value == 1e-5
     assert sources(explained) == [
         ("optim/fsdp.yaml (at critic.optim)", 1e-6),
-        ("role/critic/default.yaml (role option role/critic=default, at critic)", 1e-5),
+        ("critic/stock.yaml (at critic)", 1e-5),
     ]
 
 
@@ -102,7 +102,7 @@ def test_cli_prints_the_chain(capsys):
     assert out.splitlines() == [
         "critic.optim.lr = 3e-05",
         "  1. optim/fsdp.yaml (at critic.optim): 1e-06",
-        "  2. role/critic/default.yaml (role option role/critic=default, at critic): 1e-05",
+        "  2. critic/stock.yaml (at critic): 1e-05",
         "  3. command line `critic.optim.lr=3e-5`: 3e-05",
     ]
 
@@ -152,7 +152,8 @@ def test_user_config_dir_role_option_is_named_as_the_users_file(user_conf, capsy
     assert capsys.readouterr().out.splitlines() == [
         "critic.optim.lr = 3e-05",
         "  1. optim/fsdp.yaml (at critic.optim): 1e-06",
-        "  2. myconf: role/critic/high_lr.yaml (role option role/critic=high_lr, at critic): 3e-05",
+        "  2. critic/stock.yaml (at critic): 1e-05",
+        "  3. myconf: role/critic/high_lr.yaml (role option role/critic=high_lr, at critic): 3e-05",
     ]
 
 

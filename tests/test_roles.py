@@ -115,6 +115,38 @@ def test_user_role_option_from_config_dir(tmp_path: Path):
     assert "num_gpus_per_node" not in critic
 
 
+def test_user_option_changes_only_the_keys_it_sets(tmp_path: Path, capsys):
+    """A user's role/critic option replaces the stock `default` option, never the stock critic values."""
+    confdir = tmp_path / "myconf"
+    write_option(confdir, "critic", "offload", "# @package critic\nmegatron:\n  param_offload: true\n")
+    args = ["--config-dir", str(confdir), MEGATRON, "role/critic=offload"]
+    code, _, err = main_in_process(args, tmp_path, capsys)
+    assert code == 0, err
+    critic = OmegaConf.load(tmp_path / "out/roles/critic.yaml")
+    assert critic.megatron.param_offload is True
+    # The stock critic learning rate stays: the option did not set it.
+    assert critic.optim.lr == 1e-05
+    expected = verl_roles.compose([MEGATRON, "critic.megatron.param_offload=true"])
+    assert OmegaConf.load(tmp_path / "out/resolved.yaml") == expected
+
+
+def test_role_options_stack_in_the_order_listed(tmp_path: Path, capsys):
+    confdir = tmp_path / "myconf"
+    write_option(confdir, "critic", "offload", "# @package critic\nmegatron:\n  param_offload: true\n")
+    write_option(confdir, "critic", "fast", "# @package critic\noptim:\n  lr: 3.0e-05\n")
+    write_option(confdir, "critic", "slow", "# @package critic\noptim:\n  lr: 2.0e-06\n")
+    args = ["--config-dir", str(confdir), MEGATRON, "role/critic=[offload,fast,slow]"]
+    code, _, err = main_in_process(args, tmp_path, capsys)
+    assert code == 0, err
+    critic = OmegaConf.load(tmp_path / "out/roles/critic.yaml")
+    assert critic.megatron.param_offload is True and critic.optim.lr == 2e-06  # the last one listed wins
+    # Stacked options are critic overrides too: refused when no critic is trained.
+    code, out, err = main_in_process([*args, "algorithm.adv_estimator=grpo"], tmp_path / "grpo", capsys)
+    assert code == 2
+    assert "role/critic: options 'offload' and 'fast' and 'slow' override the critic" in err
+    assert "remove role/critic=[offload,fast,slow]" in err
+
+
 def test_option_file_without_package_header_is_an_error(tmp_path: Path, capsys):
     confdir = tmp_path / "myconf"
     write_option(confdir, "critic", "nohdr", "optim:\n  lr: 3.0e-05\n")

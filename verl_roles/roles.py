@@ -4,7 +4,8 @@ Precedence, lowest first (the README's "Per-role settings" section says the same
 
 1. the engine baseline, top-level ``megatron.*`` / ``fsdp.*`` (from the engine files or the command
    line), which every role's block follows leaf by leaf;
-2. the ``role/actor`` and ``role/critic`` group options;
+2. the stock per-role values (``conf/critic/stock.yaml``), then the ``role/actor`` and ``role/critic``
+   group options (several stack in the order listed; each changes only the keys it sets);
 3. the slime file named by ``megatron_config_path`` (slime: role YAML on top of the common baseline);
 4. per-role keys typed on the command line (``critic.optim.lr=2e-5``): the command line has the last
    word, so a sweep over a role key works with a slime file too (a warning names each file value it
@@ -65,6 +66,20 @@ class RoleSources:
     def of(cls, command: CommandLine, choices: Mapping[str, str | None] | None = None) -> RoleSources:
         return cls(command, dict(command.group_choices() if choices is None else choices))
 
+    def options(self, group: str) -> tuple[str, ...]:
+        """The options chosen for ``group``, in the order they apply. A list typed on the command line
+        (``role/critic=[offload,fast]``, options stacked) is not among Hydra's runtime choices, so
+        it is read from the command line."""
+        chosen = self.choices.get(group)
+        if chosen is not None:
+            return (str(chosen),)
+        for override in reversed(self.command.group_overrides()):
+            if override.key != group or override.is_sweep or override.is_delete:
+                continue
+            value = override.value()
+            return tuple(str(v) for v in value) if isinstance(value, list) else (str(value),)
+        return ()
+
     def cli_keys(self) -> list[str]:
         """The dotted config keys the command line sets or deletes (group choices excluded)."""
         return self.command.touched_keys()
@@ -115,7 +130,7 @@ def _check_misplaced_role_node(cfg: DictConfig, sources: RoleSources) -> None:
                 )
             )
             continue
-        option = sources.choices.get(group) or "NAME"
+        option = (sources.options(group) or ("NAME",))[-1]
         problems.append(
             Problem(
                 key=f"role.{name}",
@@ -161,10 +176,15 @@ def _read_slime(cfg: DictConfig, path: Any) -> list[slime.RoleEntry]:
 def _origin(sources: RoleSources, role: str, key: str) -> str:
     if key in sources.cli_keys():
         return "the command line"
-    option = sources.choices.get(ROLE_GROUPS[role])
-    if option:
-        return f"{ROLE_GROUPS[role]}={option} or the config files"
+    options = sources.options(ROLE_GROUPS[role])
+    if options:
+        return f"{_typed_options(ROLE_GROUPS[role], options)} or the config files"
     return "the config files"
+
+
+def _typed_options(group: str, options: Sequence[str]) -> str:
+    """``role/critic=NAME``, or ``role/critic=[A,B]`` for stacked options, as typed."""
+    return f"{group}={options[0]}" if len(options) == 1 else f"{group}=[{','.join(options)}]"
 
 
 def _drop_role_resources(cfg: DictConfig, sources: RoleSources) -> None:
@@ -228,13 +248,16 @@ def _critic_override_problems(
     def fix(what: str) -> str:
         return f"remove {what}, or train a critic with algorithm.adv_estimator=gae (or critic.enable=true)"
 
-    option = sources.choices.get(ROLE_GROUPS["critic"])
-    if option not in (None, "default"):
+    group = ROLE_GROUPS["critic"]
+    overriding = [option for option in sources.options(group) if option != "default"]
+    if overriding:
+        named = " and ".join(repr(option) for option in overriding)
+        verb = "overrides" if len(overriding) == 1 else "override"
         yield Problem(
-            key=ROLE_GROUPS["critic"],
-            message=f"option {option!r} overrides the critic, but the critic "
+            key=group,
+            message=f"option{'s' if len(overriding) > 1 else ''} {named} {verb} the critic, but the critic "
             f"is not used ({reason}), so nothing would apply it",
-            fix=fix(f"role/critic={option}"),
+            fix=fix(_typed_options(group, sources.options(group))),
         )
     for entry in entries:
         if entry.role == "critic" and entry.values:
