@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" Did you mean `verl-roles {close[0]}`?" if close else ""
         print(f"verl_roles error: unknown command {name!r}.{hint} Commands: {commands}.", file=sys.stderr)
         return 2
+    from verl_roles.installation import print_shadowing_notice
+
+    print_shadowing_notice()
     module = importlib.import_module(COMMANDS[name][0])
     return int(module.run(rest))
 

@@ -23,15 +23,17 @@ from verl_roles.errors import ConfigError, Problem
 
 
 def _find_conf_dir() -> Path:
-    """The config tree: ``verl_roles/conf`` in an installed wheel, the top-level ``conf/`` in a checkout.
+    """The config tree of the package that is running: ``verl_roles/conf`` next to this file.
 
-    Running from a source checkout (e.g. ``python -m verl_roles.main`` in the repo root) imports the
-    package from the source tree, which has no ``verl_roles/conf``; the checkout's ``conf/`` is used then.
+    In an installed wheel that is the shipped copy; in a source checkout it is the symlink to the
+    top-level ``conf/`` (resolved, so files are named by their real path). The working directory
+    never matters: an installed package reads its own tree even when run inside a checkout.
+    A checkout without the symlink (an archive that dropped it) falls back to ``../conf``.
     """
     package_dir = Path(__file__).resolve().parent
     for candidate in (package_dir / "conf", package_dir.parent / "conf"):
         if (candidate / "ppo_trainer.yaml").is_file():
-            return candidate
+            return candidate.resolve()
     raise FileNotFoundError(f"verl_roles: no config tree (ppo_trainer.yaml) next to {package_dir}")
 
 

@@ -23,6 +23,7 @@ from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, VerlRolesError
 from verl_roles.hydra_context import memoized_hydra_main
 from verl_roles.hydra_errors import LIBRARY_ERRORS, raise_translated, translate
+from verl_roles.installation import print_shadowing_notice
 from verl_roles.layout import PRIMARY_CONFIG, ROLE_SECTIONS
 from verl_roles.legacy import read_command_line
 from verl_roles.output import write_run_files
@@ -85,6 +86,7 @@ def hydra_app(cfg: DictConfig) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the Hydra app on ``argv`` (default: the process arguments); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    print_shadowing_notice()
     return run_reporting_errors(lambda: _invoke(args), args)
 
 

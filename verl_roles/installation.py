@@ -1,0 +1,72 @@
+"""Which copy of verl_roles is running, and saying so when it is not the one a user expects.
+
+``python -m verl_roles.main`` puts the working directory first on Python's path, so inside a source
+checkout it runs the checkout (its code and its ``conf/``) even when another copy of verl_roles is
+installed. That is Python's rule and the right copy to run there (code and config tree stay together),
+but a user who installed a wheel expects the wheel: the command-line entry points print one notice
+naming both copies. An editable install of this very checkout is the same copy and gets no notice.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DISTRIBUTION = "verl_roles"
+
+
+def checkout_root() -> Path | None:
+    """The source checkout this package runs from, or None for an installed copy."""
+    root = PACKAGE_DIR.parent
+    if (root / "pyproject.toml").is_file() and (root / "conf" / "ppo_trainer.yaml").is_file():
+        return root
+    return None
+
+
+def _installed_source(dist: metadata.Distribution) -> tuple[Path | None, bool]:
+    """Where an installed distribution came from (a local folder, if pip recorded one) and whether it
+    is an editable install of that folder (PEP 610 ``direct_url.json``)."""
+    text = dist.read_text("direct_url.json")
+    if not text:
+        return None, False
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None, False
+    url = urlparse(str(record.get("url", "")))
+    folder = Path(unquote(url.path)).resolve() if url.scheme == "file" else None
+    return folder, bool(record.get("dir_info", {}).get("editable"))
+
+
+@cache
+def shadowing_notice() -> str | None:
+    """A one-line notice when a source checkout runs although another copy is installed, else None."""
+    root = checkout_root()
+    if root is None:
+        return None
+    try:
+        dist = metadata.distribution(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return None
+    folder, editable = _installed_source(dist)
+    if editable and folder == root.resolve():
+        return None
+    where = Path(str(dist.locate_file(""))).resolve()
+    kind = f"editable install of {folder}" if editable else f"verl_roles {dist.version}"
+    return (
+        f"running the source checkout {root} (Python puts the working directory first), not the installed "
+        f"{kind} in {where}: the checkout's code and conf/ are used. To run the installed copy, run from "
+        "another folder or use the console scripts (verl-roles, verl-roles-main)."
+    )
+
+
+def print_shadowing_notice() -> None:
+    """Print :func:`shadowing_notice` on stderr, worded as every verl_roles warning, when there is one."""
+    notice = shadowing_notice()
+    if notice is not None:
+        print(f"verl_roles warning: {notice}", file=sys.stderr)
