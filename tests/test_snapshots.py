@@ -124,7 +124,7 @@ def test_generator_refuses_another_checkouts_config_tree(tmp_path: Path, capsys:
 
 def copy_repo(dest: Path) -> Path:
     for name in ("conf", "verl_roles", "scripts", "_generated"):
-        shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(REPO / name, dest / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     return dest
 
 
