@@ -138,12 +138,11 @@ def bench_cli(work: Path, repeats: int) -> None:
 
 def bench_compose(repeats: int) -> float:
     import verl_roles
-    from verl_roles import legacy, validate
+    from verl_roles import legacy, pipeline, validate
     from verl_roles.cmdline import CommandLine
-    from verl_roles.hydra_context import NO_CACHE_ENV, compose_raw, compose_with_choices
+    from verl_roles.hydra_adapter.loader import NO_CACHE_ENV, compose_raw, compose_with_choices, stock_config
     from verl_roles.layout import PRIMARY_CONFIG
-    from verl_roles.pipeline import resolve
-    from verl_roles.roles import RoleSources, apply_roles
+    from verl_roles.roles import apply_roles
 
     def overrides(i: int) -> list[str]:
         return ["model_engine=megatron", f"critic.optim.lr={i + 1}e-6", f"trainer.total_epochs={i + 1}"]
@@ -155,14 +154,14 @@ def bench_compose(repeats: int) -> float:
         cfg, choices = compose_with_choices(command.config_name, command.texts())
         times["compose"] = time.perf_counter() - start
         start = time.perf_counter()
-        legacy.normalize_config(cfg, command)
-        role_problems = apply_roles(cfg, RoleSources.of(command, choices))
+        legacy.normalize_config(cfg, command, stock_config)
+        report = apply_roles(cfg, command, choices)
         times["legacy+roles"] = time.perf_counter() - start
         start = time.perf_counter()
-        resolved = resolve(cfg)
+        resolved = pipeline.resolve(cfg)
         times["resolve"] = time.perf_counter() - start
         start = time.perf_counter()
-        validate.validate(resolved, extra=role_problems)
+        validate.validate(resolved, pipeline.RULES, extra=report.problems)
         times["validate"] = time.perf_counter() - start
         return times
 
@@ -195,10 +194,10 @@ def bench_compose(repeats: int) -> float:
 
 def bench_snapshots(work: Path, repeats: int) -> None:
     print("Snapshots (_generated/)")
-    if importlib.util.find_spec("verl_roles.snapshots") is None:
-        row("no verl_roles.snapshots module", "-")
+    if importlib.util.find_spec("verl_roles.commands.snapshots") is None:
+        row("no verl_roles.commands.snapshots module", "-")
         return
-    from verl_roles import snapshots
+    from verl_roles.commands import snapshots
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

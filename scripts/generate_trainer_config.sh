@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate the resolved-config snapshots in _generated/ from conf/ (the variants are listed in
-# verl_roles/snapshots.py). With --check, write nothing: print a unified diff of every stale
+# verl_roles/commands/snapshots.py). With --check, write nothing: print a unified diff of every stale
 # snapshot and exit 1 when any is stale, 0 when all are fresh.
 #
 # Usage: scripts/generate_trainer_config.sh [--check]
@@ -28,7 +28,7 @@ export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 exec "$python" -c '
 import sys
 try:
-    from verl_roles.snapshots import main
+    from verl_roles.commands.snapshots import main
 except ImportError as error:
     print(
         f"generate_trainer_config.sh: {sys.executable} cannot import verl_roles ({error}). "

@@ -9,7 +9,8 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles.hydra_context import NO_CACHE_ENV, compose_raw, load_yaml
+from verl_roles.hydra_adapter.loader import NO_CACHE_ENV, compose_raw
+from verl_roles.hydra_adapter.yaml_dialect import load_yaml
 from verl_roles.output import to_yaml
 
 # A group change, value overrides after the group choice and before it, adding and deleting keys.
@@ -89,7 +90,7 @@ def test_duplicate_yaml_key_is_still_an_error(tmp_path):
     write(tmp_path / "extra" / "dup.yaml", "# Twice.\nmessage: a\n\n# Again.\nmessage: b\n")
     with pytest.raises(Exception) as raised:
         verl_roles.compose([f"hydra.searchpath=[file://{tmp_path}]", "+extra@trainer.extra=dup"])
-    assert "duplicate key message" in str(raised.value)
+    assert "duplicate key 'message'" in str(raised.value)
 
 
 @pytest.mark.parametrize("path", sorted(CONF.rglob("*.yaml")), ids=lambda p: str(p.relative_to(CONF)))

@@ -10,7 +10,7 @@ import pytest
 from conftest import cli_env
 
 from verl_roles.cli import main as cli
-from verl_roles.diff import Change, compare
+from verl_roles.commands.diff import Change, compare
 
 
 def test_compare_reports_added_removed_changed_sorted_by_key():

@@ -7,23 +7,23 @@ from conftest import assert_user_error, flat, run, write
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles import provenance
 from verl_roles.cli import main as cli_main
-from verl_roles.hydra_context import compose_raw
+from verl_roles.commands import explain
+from verl_roles.hydra_adapter.loader import compose_raw
 
 
-def sources(explanation: provenance.Explanation) -> list[tuple[str, object]]:
+def sources(explanation: explain.Explanation) -> list[tuple[str, object]]:
     return [(step.source, step.raw) for step in explanation.steps]
 
 
 def test_default_comes_from_its_section_file():
-    explained = provenance.explain("trainer.nnodes")
+    explained = explain.explain("trainer.nnodes")
     assert explained.value == 1
     assert sources(explained) == [("trainer/trainer.yaml (at trainer)", 1)]
 
 
 def test_role_option_overrides_the_optimizer_default():
-    explained = provenance.explain("critic.optim.lr")
+    explained = explain.explain("critic.optim.lr")
     assert explained.value == 1e-5
     assert sources(explained) == [
         ("optim/fsdp.yaml (at critic.optim)", 1e-6),
@@ -32,7 +32,7 @@ def test_role_option_overrides_the_optimizer_default():
 
 
 def test_interpolated_value_follows_the_baseline_and_the_command_line():
-    explained = provenance.explain(
+    explained = explain.explain(
         "critic.megatron.tensor_model_parallel_size",
         ["model_engine=megatron", "megatron.tensor_model_parallel_size=2"],
     )
@@ -49,7 +49,7 @@ def test_interpolated_value_follows_the_baseline_and_the_command_line():
 
 
 def test_command_line_override_is_the_last_step():
-    explained = provenance.explain("trainer.nnodes", ["trainer.nnodes=4"])
+    explained = explain.explain("trainer.nnodes", ["trainer.nnodes=4"])
     assert explained.value == 4
     assert sources(explained)[-1] == ("command line `trainer.nnodes=4`", 4)
 
@@ -58,7 +58,7 @@ def test_legacy_alias_is_named_in_the_chain():
     legacy = ["actor_rollout_ref.model.lora_rank=8"]
     # Warned as the main job warns.
     with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank is a deprecated key"):
-        explained = provenance.explain("actor_rollout_ref.model.lora.rank", legacy)
+        explained = explain.explain("actor_rollout_ref.model.lora.rank", legacy)
     assert explained.value == 8
     assert sources(explained)[-1] == (
         "command line `actor_rollout_ref.model.lora_rank=8` (legacy key, read as "
@@ -68,7 +68,7 @@ def test_legacy_alias_is_named_in_the_chain():
 
 
 def test_section_interpolation_is_followed_to_the_key_inside_it():
-    explained = provenance.explain("actor_rollout_ref.rollout.mtp.enable")
+    explained = explain.explain("actor_rollout_ref.rollout.mtp.enable")
     (target,) = explained.references
     assert target.key == "actor_rollout_ref.model.mtp.enable"
     assert sources(target) == [("model/hf_model.yaml (at actor_rollout_ref.model)", False)]
@@ -90,7 +90,7 @@ def test_chain_is_exact_for_every_key(engine):
                 leaves[path] = value
 
     walk(OmegaConf.to_container(composed, resolve=False), "")
-    explained = provenance.explain_many(list(leaves), overrides)
+    explained = explain.explain_many(list(leaves), overrides)
     for key, explanation in zip(leaves, explained, strict=True):
         assert explanation.steps, key
         assert explanation.steps[-1].raw == leaves[key], (key, explanation.render())
@@ -159,28 +159,28 @@ def test_user_config_dir_role_option_is_named_as_the_users_file(user_conf, capsy
 
 def test_role_resource_key_dropped_by_the_pipeline(user_conf):
     with pytest.warns(verl_roles.ConfigWarning, match="critic.num_nodes=2"):
-        explained = provenance.explain("critic.num_nodes", ["role/critic=high_lr"], config_dir=str(user_conf))
-    assert explained.value is provenance.REMOVED
+        explained = explain.explain("critic.num_nodes", ["role/critic=high_lr"], config_dir=str(user_conf))
+    assert explained.value is explain.REMOVED
     first, dropped = sources(explained)
     assert first == (f"{user_conf}: role/critic/high_lr.yaml (role option role/critic=high_lr, at critic)", 2)
-    assert dropped[0].startswith("roles step: dropped critic.num_nodes") and dropped[1] is provenance.REMOVED
+    assert dropped[0].startswith("roles step: dropped critic.num_nodes") and dropped[1] is explain.REMOVED
 
 
 def test_slime_file_value_is_the_last_step(slime_file):
     overrides = [MEGATRON, f"megatron_config_path={slime_file}"]
-    explained = provenance.explain("critic.optim.lr", overrides)
+    explained = explain.explain("critic.optim.lr", overrides)
     assert explained.value == 2e-5
     assert sources(explained)[-1] == (f"{slime_file}: megatron[0] (role critic) overrides.lr", 2e-5)
     # A per-role command-line key has the last word: the file's value is not applied, so not shown.
     with pytest.warns(verl_roles.ConfigWarning, match="the command line .* wins over"):
-        explained = provenance.explain("critic.optim.lr", [*overrides, "critic.optim.lr=4e-5"])
+        explained = explain.explain("critic.optim.lr", [*overrides, "critic.optim.lr=4e-5"])
     assert explained.value == 4e-5
     assert sources(explained)[-1] == ("command line `critic.optim.lr=4e-5`", 4e-5)
 
 
 def test_legacy_key_in_a_user_file_is_moved_to_its_current_key(user_conf):
     with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank is a deprecated key"):
-        new, old = provenance.explain_many(
+        new, old = explain.explain_many(
             ["actor_rollout_ref.model.lora.rank", "actor_rollout_ref.model.lora_rank"],
             config_name="legacy_run",
             config_dir=str(user_conf),
@@ -191,10 +191,10 @@ def test_legacy_key_in_a_user_file_is_moved_to_its_current_key(user_conf):
     )
     assert new.value == 8
     assert sources(new) == [("lora/lora.yaml (at actor_rollout_ref.model.lora)", 0), (move, 8)]
-    assert old.value is provenance.REMOVED
+    assert old.value is explain.REMOVED
     assert sources(old) == [
         (f"{user_conf}: legacy_run.yaml (at the top level)", 8),
-        (move, provenance.REMOVED),
+        (move, explain.REMOVED),
     ]
 
 
@@ -212,7 +212,7 @@ def test_shown_value_is_the_value_compose_returns(slime_file):
         "critic.megatron",  # a whole section
     ]
     with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank"):
-        explanations = provenance.explain_many(keys, overrides)
+        explanations = explain.explain_many(keys, overrides)
     for key, explained in zip(keys, explanations, strict=True):
         assert explained.invalid is None
         assert explained.value == OmegaConf.select(resolved, key), key
@@ -233,7 +233,7 @@ def test_invalid_config_is_still_explained_and_exits_2(capsys):
 
 
 def test_explanation_carries_the_error_of_an_invalid_config(slime_file):
-    explained = provenance.explain("critic.optim.lr", [f"megatron_config_path={slime_file}"])
+    explained = explain.explain("critic.optim.lr", [f"megatron_config_path={slime_file}"])
     assert explained.value == 1e-5  # composed; the slime file needs model_engine=megatron
     assert explained.invalid is not None and explained.invalid.problems[0].key == "megatron_config_path"
 
@@ -247,7 +247,7 @@ def test_explanation_carries_the_error_of_an_invalid_config(slime_file):
     ],
 )
 def test_flags_and_key_in_any_order(args):
-    assert provenance.parse_args(args) == ("k", ["a=1"], {"config_name": "n", "config_dir": "d"})
+    assert explain.parse_args(args) == ("k", ["a=1"], {"config_name": "n", "config_dir": "d"})
 
 
 def test_missing_config_dir_is_a_user_error(tmp_path, capsys):

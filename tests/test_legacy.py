@@ -255,7 +255,7 @@ def test_migrated_command_line_composes_to_the_same_config():
 
 
 def legacy_migrate(args: list[str]):
-    from verl_roles.migrate import migrate_command_line
+    from verl_roles.commands.migrate import migrate_command_line
 
     return migrate_command_line(args)
 
@@ -275,7 +275,7 @@ def test_migrate_conflict_is_a_user_error(capsys):
 
 
 def test_migrate_round_trips_through_the_shell():
-    from verl_roles.migrate import shell_quote
+    from verl_roles.commands.migrate import shell_quote
 
     for token in ["a=1", "a='x'", 'a="$HOME"', "a=[x,y]", "a=b c", "a=it's", "~a.b", "a=${x.y}"]:
         assert shlex.split(shell_quote(token)) == [token]

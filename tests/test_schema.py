@@ -17,7 +17,7 @@ from verl_reference import declared_type, engines, leaves
 
 import verl_roles
 from verl_roles import schema
-from verl_roles.hydra_context import compose_raw
+from verl_roles.hydra_adapter.loader import compose_raw
 from verl_roles.layout import ENGINES
 from verl_roles.own_types import OWN_TYPES
 

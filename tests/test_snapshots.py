@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO, cli_env
 
-from verl_roles import snapshots
+from verl_roles.commands import snapshots
+from verl_roles.commands.snapshots import VARIANTS, Variant
 from verl_roles.main import main as main_job
-from verl_roles.snapshots import VARIANTS, Variant
 
 GENERATED = REPO / "_generated"
 SCRIPT = REPO / "scripts" / "generate_trainer_config.sh"

@@ -10,9 +10,9 @@ import pytest
 from conftest import assert_user_error, run
 from omegaconf import OmegaConf
 
+from verl_roles.commands.sweep import SUMMARY_COLUMNS, SUMMARY_FILE, read_summary
 from verl_roles.main import main
 from verl_roles.output import ROLE_SECTIONS
-from verl_roles.sweep import SUMMARY_COLUMNS, SUMMARY_FILE, read_summary
 
 GRID = ["model_engine=dp,megatron", "critic.optim.lr=1e-5,2e-5"]
 

@@ -8,11 +8,11 @@ from omegaconf import DictConfig
 
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError
-from verl_roles.hydra_context import compose_with_choices
-from verl_roles.hydra_errors import LIBRARY_ERRORS, raise_translated
+from verl_roles.hydra_adapter.loader import compose_with_choices, composed_key_paths, stock_config
 from verl_roles.layout import PRIMARY_CONFIG
 from verl_roles.legacy import read_command_line
-from verl_roles.pipeline import finalize
+from verl_roles.pipeline import StepInputs, finalize
+from verl_roles.wording import LIBRARY_ERRORS, raise_translated
 
 
 def compose(
@@ -31,6 +31,6 @@ def compose(
     try:
         command = read_command_line(command).command
         cfg, choices = compose_with_choices(command.config_name, command.texts(), command.config_dir_path())
-        return finalize(cfg, command=command, choices=choices)
+        return finalize(cfg, StepInputs(command, choices, stock_config))
     except (ConfigError, *LIBRARY_ERRORS) as error:
-        raise_translated(error, command)
+        raise_translated(error, command, composed_key_paths)

@@ -1,7 +1,8 @@
 """``verl-roles``: the developer commands around the main job.
 
-Each subcommand lives in its own module with a ``run(args: list[str]) -> int`` function; this file
-only dispatches, so ``verl-roles --help`` lists what exists and imports nothing else.
+Each subcommand lives in its own module under :mod:`verl_roles.commands`, with a
+``run(args: list[str]) -> int`` function; this file only dispatches, so ``verl-roles --help`` lists
+what exists and imports nothing else.
 """
 
 from __future__ import annotations
@@ -9,12 +10,12 @@ from __future__ import annotations
 import importlib
 import sys
 
-# name -> (module, one-line help)
+# name -> (module under verl_roles.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "diff": ("verl_roles.diff", "the resolved keys that differ between two compositions: diff [A] -- [B]"),
-    "migrate": ("verl_roles.migrate", "print the modern equivalent of a legacy command line"),
-    "explain": ("verl_roles.provenance", "a key's value and every file, role and override that set it"),
-    "export-slime": ("verl_roles.slime", "a config's per-role differences as slime's per-role YAML"),
+    "diff": ("diff", "the resolved keys that differ between two compositions: diff [A] -- [B]"),
+    "migrate": ("migrate", "print the modern equivalent of a legacy command line"),
+    "explain": ("explain", "a key's value and every file, role and override that set it"),
+    "export-slime": ("export_slime", "a config's per-role differences as slime's per-role YAML"),
 }
 
 USAGE = "usage: verl-roles COMMAND [ARGS...]   (verl-roles COMMAND --help for a command's usage)"
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     commands = ", ".join(sorted(COMMANDS))
     if not args:
-        # Worded as cli_errors words every user mistake (not imported: it loads Hydra).
+        # Worded as commands.reporting words every user mistake (not imported: it loads Hydra).
         print(f"verl_roles error: no command given. Fix: write `verl-roles COMMAND`, one of {commands} "
               "(`verl-roles --help` says what each does).", file=sys.stderr)
         return 2
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     from verl_roles.installation import print_shadowing_notice
 
     print_shadowing_notice()
-    module = importlib.import_module(COMMANDS[name][0])
+    module = importlib.import_module(f"verl_roles.commands.{COMMANDS[name][0]}")
     return int(module.run(rest))
 
 

@@ -33,6 +33,7 @@ from hydra.core.override_parser.types import OverrideType
 from hydra.errors import HydraException
 
 from verl_roles.config_tree import ConfigTree, config_dir_path
+from verl_roles.errors import Problem
 from verl_roles.layout import ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG
 
 # --- flags ----------------------------------------------------------------------------------------
@@ -49,6 +50,9 @@ class FlagSpec:
     value: str = NO_VALUE
     choices: tuple[str, ...] = ()
     const: str | None = None
+    # What the value is, for messages: "a config name", written `--config-name NAME`.
+    value_name: str = "a value"
+    metavar: str = "VALUE"
 
     @property
     def name(self) -> str:
@@ -64,9 +68,9 @@ PACKAGE = FlagSpec(("--package", "-p"), REQUIRED)
 RUN = FlagSpec(("--run", "-r"))
 MULTIRUN = FlagSpec(("--multirun", "-m"))
 SHELL_COMPLETION = FlagSpec(("--shell-completion", "-sc"))
-CONFIG_PATH = FlagSpec(("--config-path", "-cp"), REQUIRED)
-CONFIG_NAME = FlagSpec(("--config-name", "-cn"), REQUIRED)
-CONFIG_DIR = FlagSpec(("--config-dir", "-cd"), REQUIRED)
+CONFIG_PATH = FlagSpec(("--config-path", "-cp"), REQUIRED, value_name="a directory", metavar="DIR")
+CONFIG_NAME = FlagSpec(("--config-name", "-cn"), REQUIRED, value_name="a config name", metavar="NAME")
+CONFIG_DIR = FlagSpec(("--config-dir", "-cd"), REQUIRED, value_name="a directory", metavar="DIR")
 EXPERIMENTAL_RERUN = FlagSpec(("--experimental-rerun",), REQUIRED)
 INFO = FlagSpec(
     ("--info", "-i"), OPTIONAL, ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath"), "all"
@@ -320,6 +324,24 @@ class CommandLine:
     @property
     def flags(self) -> tuple[Flag, ...]:
         return tuple(item for item in self.items if isinstance(item, Flag))
+
+    def flag_problems(self, command: str) -> list[Problem]:
+        """An option ``verl-roles COMMAND`` does not know, or one written without its value."""
+        problems = []
+        for flag in self.flags:
+            if flag.spec is None:
+                problems.append(Problem(key=flag.typed_name, message=f"is not an option of {command}",
+                                        fix=f"see `verl-roles {command} --help`"))
+            elif flag.missing_value:
+                problems.append(Problem(key=flag.typed_name, message=f"needs {flag.spec.value_name}",
+                                        fix=f"write `{flag.typed_name} {flag.spec.metavar}` "
+                                        f"(see `verl-roles {command} --help`)"))
+        return problems
+
+    def without(self, spec: FlagSpec) -> CommandLine:
+        """This command line without the flag ``spec`` (e.g. a command's own output option)."""
+        items = tuple(i for i in self.items if not (isinstance(i, Flag) and i.spec == spec))
+        return CommandLine(items, self.default_config, self.tree)
 
     def flag(self, spec: FlagSpec) -> Flag | None:
         """The last occurrence of ``spec`` (argparse keeps the last)."""

@@ -46,6 +46,28 @@ def _sentence(text: str) -> str:
     return text if text.endswith(("?", "!")) else f"{text}."
 
 
+def one_paragraph(text: str) -> str:
+    """Fold a multi-line library message into one paragraph."""
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+def yaml_problem(error: Exception, key: str | None = None) -> Problem:
+    """The one wording of a YAML file that does not parse (a syntax error, a key written twice): the
+    file (or ``key``), the line and column, what is wrong, and where to fix it."""
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    problem = getattr(error, "problem", None) or one_paragraph(str(error))
+    if mark is None:
+        return Problem(
+            key=key or "YAML file", message=f"is not valid YAML: {problem}", fix="fix the YAML syntax"
+        )
+    where = f"line {mark.line + 1}, column {mark.column + 1}"
+    return Problem(
+        key=key or mark.name,
+        message=f"is not valid YAML at {where}: {problem}",
+        fix=f"fix the YAML syntax at {where} of {mark.name}",
+    )
+
+
 def config_files_origin(key: str) -> str:
     """Where a value came from when no command-line override set it."""
     return f"the config files (`verl-roles explain {key}` with the same overrides names the file)"

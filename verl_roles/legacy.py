@@ -20,16 +20,18 @@ Setting the old and the new key to different values is an error naming both.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from hydra.core.override_parser.types import ChoiceSweep
-from hydra.core.override_parser.types import Override as HydraOverride
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
+from verl_roles import paths
 from verl_roles.cmdline import CommandLine, Override
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.hydra_adapter.nodes import ABSENT, raw_at
+from verl_roles.hydra_adapter.overrides import element_text
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, PRIMARY_CONFIG
 from verl_roles.notices import ConfigDeprecationWarning, warn
 
@@ -131,14 +133,6 @@ class Translation:
         )
 
 
-def _show(value: object) -> str:
-    """A value as it would be written in an override (``true``, ``null``, ``[a,b]``)."""
-    try:
-        return HydraOverride._get_value_element_as_str(value)  # noqa: SLF001 - Hydra's own serializer
-    except Exception:  # noqa: BLE001 - any value still gets shown
-        return repr(value)
-
-
 def _converted_value_text(entry: LegacyKey, override: Override) -> str | None:
     """The override's value text with the entry's value translation applied (quoting kept when the
     value does not change); None for a deletion without value."""
@@ -151,9 +145,9 @@ def _converted_value_text(entry: LegacyKey, override: Override) -> str | None:
         if not isinstance(value, ChoiceSweep) or not value.simple_form:
             return typed
         converted = [entry.converted(v) for v in value.list]
-        return typed if converted == value.list else ",".join(_show(v) for v in converted)
+        return typed if converted == value.list else ",".join(element_text(v) for v in converted)
     converted = entry.converted(value)
-    return typed if converted == value else _show(converted)
+    return typed if converted == value else element_text(converted)
 
 
 def translate_override(override: Override) -> Translation | None:
@@ -260,24 +254,23 @@ def migrate_overrides(tokens: Sequence[str]) -> tuple[list[str], list[Translatio
 # --------------------------------------------------------------------------- config files
 
 
-_ABSENT = object()
+@dataclass(frozen=True)
+class LegacyMove:
+    """A legacy key a config file set: moved to its current key (``value``), or ``dropped`` because
+    the command line sets the current key."""
+
+    old_key: str
+    new_key: str
+    value: object
+    dropped: bool = False
 
 
-def _raw(cfg: DictConfig, key: str) -> object:
-    """The unresolved value at ``key`` (interpolations kept as text), or ``_ABSENT``."""
-    parent_key, _, leaf = key.rpartition(".")
-    parent = OmegaConf.select(cfg, parent_key, default=None) if parent_key else cfg
-    if not isinstance(parent, DictConfig) or leaf not in parent:
-        return _ABSENT
-    return OmegaConf.to_container(parent, resolve=False)[leaf]
+@dataclass(frozen=True)
+class LegacyReport:
+    """What the legacy step did to the composed config."""
 
-
-def _leaves(value: object, prefix: str) -> Iterator[tuple[str, object]]:
-    if isinstance(value, dict) and value:
-        for key, child in value.items():
-            yield from _leaves(child, f"{prefix}.{key}")
-    else:
-        yield prefix, value
+    moves: tuple[LegacyMove, ...] = ()
+    step: ClassVar[str] = "legacy"
 
 
 def _legacy_keys_in(cfg: DictConfig) -> Iterator[tuple[LegacyKey, str, object]]:
@@ -291,58 +284,35 @@ def _legacy_keys_in(cfg: DictConfig) -> Iterator[tuple[LegacyKey, str, object]]:
         parent = parents[parent_key]
         if not isinstance(parent, DictConfig) or leaf not in parent:
             continue
-        value = _raw(cfg, entry.old)
-        if value is _ABSENT:
-            continue
+        value = raw_at(cfg, entry.old)
         if entry.section:
-            yield from ((entry, key, leaf) for key, leaf in _leaves(value, entry.old))
+            yield from ((entry, paths.dotted(key), leaf) for key, leaf in paths.leaves(value, (entry.old,)))
         else:
             yield entry, entry.old, value
-
-
-@functools.lru_cache(maxsize=4)
-def _shipped_defaults(engine: str) -> DictConfig:
-    """Our own config for ``engine`` with no user input: tells a user-set value from a default.
-
-    Composed only when a config file uses a legacy key, and once per engine per process.
-    """
-    from verl_roles.hydra_context import compose_raw
-
-    return compose_raw("ppo_trainer", [f"model_engine={engine}"])
 
 
 def _set_on_command_line(key: str, cli_keys: set[str]) -> bool:
     return any(key == k or key.startswith(k + ".") for k in cli_keys)
 
 
-def _assign(cfg: DictConfig, key: str, value: object) -> None:
-    parent_key, _, leaf = key.rpartition(".")
-    parent = OmegaConf.select(cfg, parent_key)
-    with open_dict(parent):
-        parent[leaf] = value
-
-
-def _delete(cfg: DictConfig, key: str) -> None:
-    parent_key, _, leaf = key.rpartition(".")
-    parent = OmegaConf.select(cfg, parent_key)
-    with open_dict(parent):
-        del parent[leaf]
-
-
-def normalize_config(cfg: DictConfig, command: CommandLine) -> None:
+def normalize_config(
+    cfg: DictConfig, command: CommandLine, stock_config: Callable[[str], DictConfig]
+) -> LegacyReport:
     """Move every legacy key a config file put into the composed ``cfg`` to its current key.
 
     ``command`` is the (already translated) command line: a value set there wins over a config
-    file, as always in Hydra. Otherwise the legacy value is used unless the file
-    also set the current key to a different value, which is an error naming both keys.
+    file, as always in Hydra. Otherwise the legacy value is used unless the file also set the current
+    key to a different value, which is an error naming both keys. ``stock_config(engine)`` is our own
+    config for an engine with no user input (it tells a value a file set from a default); it is asked
+    only when a config file uses a legacy key.
     """
     found = list(_legacy_keys_in(cfg))
     if not found:
-        return
+        return LegacyReport()
     engine = str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE))
     cli_keys = set(command.set_keys())
     problems: list[Problem] = []
-    moves: list[tuple[str, object]] = []
+    moves: list[LegacyMove] = []
     for entry, old_key, old_value in found:
         new_key = entry.new_key_for(old_key)
         assert new_key is not None
@@ -363,36 +333,39 @@ def normalize_config(cfg: DictConfig, command: CommandLine) -> None:
             continue
         if _set_on_command_line(new_key, cli_keys):
             warn(
-                f"{old_key} (value {_show(old_value)}) in a config file is a deprecated key for {new_key}; "
-                f"it is ignored because the command line sets {new_key}. Rename it in the file.",
+                f"{old_key} (value {element_text(old_value)}) in a config file is a deprecated key for "
+                f"{new_key}; it is ignored because the command line sets {new_key}. Rename it in the file.",
                 ConfigDeprecationWarning,
             )
+            moves.append(LegacyMove(old_key, new_key, new_value, dropped=True))
             continue
-        current = _raw(cfg, new_key)
-        default = _raw(_shipped_defaults(engine), new_key)
+        current = raw_at(cfg, new_key)
+        default = raw_at(stock_config(engine), new_key)
         if current not in (default, new_value):
             problems.append(
                 Problem(
                     key=old_key,
                     message=(
                         f"is the deprecated spelling of {new_key}, and the config sets both to different "
-                        f"values: {old_key}={_show(old_value)} and {new_key}={_show(current)}"
+                        f"values: {old_key}={element_text(old_value)} and {new_key}={element_text(current)}"
                     ),
                     origin="a config file",
                     fix=f"keep only {new_key} and remove {old_key}",
                 )
             )
             continue
-        moves.append((new_key, new_value))
+        moves.append(LegacyMove(old_key, new_key, new_value))
         warn(
-            f"{old_key} is a deprecated key; it now sets {new_key} (value {_show(new_value)}). "
+            f"{old_key} is a deprecated key; it now sets {new_key} (value {element_text(new_value)}). "
             f"Rename it to {new_key} in your config file.",
             ConfigDeprecationWarning,
         )
     if problems:
         raise ConfigError(problems)
-    for new_key, new_value in moves:
-        _assign(cfg, new_key, new_value)
+    for move in moves:
+        if not move.dropped:
+            paths.assign(cfg, move.new_key, move.value, add=True)
     for entry in LEGACY_KEYS:
-        if _raw(cfg, entry.old) is not _ABSENT:
-            _delete(cfg, entry.old)
+        if raw_at(cfg, entry.old) is not ABSENT:
+            paths.delete(cfg, entry.old)
+    return LegacyReport(tuple(moves))

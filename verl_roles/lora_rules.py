@@ -1,7 +1,7 @@
 """Validation rules of the one LoRA block (``actor_rollout_ref.model.lora`` and ``critic.model.lora``).
 
-Registered with :func:`verl_roles.validate.rule`; imported by :mod:`verl_roles.validate`, so they
-run with every other rule and their problems are reported together.
+Listed in :data:`verl_roles.pipeline.RULES`, so they run with every other rule and their problems are
+reported together.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import Problem
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
-from verl_roles.validate import is_int, is_number, rule
+from verl_roles.validate import is_int, is_number
 
 LORA_SECTIONS = ("actor_rollout_ref.model.lora", "critic.model.lora")
 
@@ -119,7 +119,6 @@ def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Prob
         yield from _module_problems(engine, f"{section}.{field}", lora.get(field))
 
 
-@rule
 def lora_blocks_are_valid(cfg: DictConfig) -> Iterable[Problem]:
     """Rank, alpha, dropout, type and module names of each model's LoRA block."""
     engine = str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE))

@@ -6,19 +6,11 @@ import os
 import tempfile
 from pathlib import Path
 
-import yaml
 from omegaconf import DictConfig, OmegaConf
-from omegaconf._utils import OmegaConfDumper
 
+from verl_roles import paths
+from verl_roles.hydra_adapter.yaml_dialect import dump
 from verl_roles.layout import ROLE_SECTIONS
-
-
-class _YamlDumper(getattr(yaml, "CDumper", yaml.Dumper)):  # type: ignore[misc]
-    """``OmegaConf.to_yaml``'s dumper on PyYAML's C emitter (about twice as fast): the same options
-    and the same rule for strings that would read back as another type (quoted)."""
-
-
-_YamlDumper.add_representer(str, OmegaConfDumper.str_representer)
 
 
 def to_yaml(cfg: DictConfig) -> str:
@@ -26,13 +18,7 @@ def to_yaml(cfg: DictConfig) -> str:
 
     The same text as ``OmegaConf.to_yaml(cfg, resolve=True)`` (tests/test_output_yaml.py checks it).
     """
-    return _dump(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
-
-
-def _dump(container: object) -> str:
-    return yaml.dump(
-        container, Dumper=_YamlDumper, default_flow_style=False, allow_unicode=True, sort_keys=False
-    )
+    return dump(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -59,12 +45,9 @@ def _umask() -> int:
 def run_files(resolved: DictConfig) -> dict[str, str]:
     """Relative file name -> text, for everything a run writes."""
     container = OmegaConf.to_container(resolved, resolve=True, enum_to_str=True)
-    files = {"resolved.yaml": _dump(container)}
+    files = {"resolved.yaml": dump(container)}
     for role, section in ROLE_SECTIONS.items():
-        part: object = container
-        for key in section.split("."):
-            part = part[key]  # type: ignore[index]
-        files[f"roles/{role}.yaml"] = _dump(part)
+        files[f"roles/{role}.yaml"] = dump(paths.get(container, section))
     return files
 
 

@@ -1,21 +1,47 @@
 """The one path every composed config takes, for the CLI and the Python API alike:
 compose (Hydra) -> normalise legacy -> apply roles -> resolve -> validate -> write.
 
-Hydra does the composing; :func:`finalize` runs the steps up to validation on its result. Validation
-reads resolved values (an interpolated value is checked as the value it resolves to); nothing is
-written until it has passed.
+Hydra does the composing (the caller's job: :mod:`verl_roles.api`, the main job); :func:`finalize` runs
+the steps up to validation on its result. Each step that changes the unresolved config reports what
+it did (:class:`~verl_roles.legacy.LegacyReport`, :class:`~verl_roles.roles.RolesReport`), which
+``verl-roles explain`` reads. Validation reads resolved values (an interpolated value is checked as
+the value it resolves to); nothing is written until it has passed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import legacy, validate
+from verl_roles import legacy, lora_rules, roles, validate
 from verl_roles.cmdline import CommandLine
-from verl_roles.resolution import resolve_in_place
-from verl_roles.roles import RoleSources, apply_roles
+from verl_roles.hydra_adapter.nodes import resolve_in_place
+
+# Every validation rule the main job runs, in the order they report.
+RULES: tuple[validate.Rule, ...] = (
+    *validate.RULES,
+    lora_rules.lora_blocks_are_valid,
+    roles.actor_and_critic_share_topology,
+)
+
+StepReport = legacy.LegacyReport | roles.RolesReport
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """What the steps read besides the composed config.
+
+    ``command`` is the command line the config was composed with (already read by
+    :func:`verl_roles.legacy.read_command_line`); ``choices`` the option chosen for each config group
+    (Hydra's runtime choices); ``stock_config(engine)`` our own config for an engine with no user input
+    (the legacy step compares a config file's values with it). The caller composes; no step does.
+    """
+
+    command: CommandLine
+    choices: Mapping[str, str | None]
+    stock_config: Callable[[str], DictConfig]
 
 
 def resolve(cfg: DictConfig) -> DictConfig:
@@ -31,33 +57,25 @@ def resolve(cfg: DictConfig) -> DictConfig:
 
 def finalize(
     cfg: DictConfig,
-    *,
-    command: CommandLine,
-    choices: Mapping[str, str | None] | None = None,
-    observe: Callable[[str, DictConfig], None] | None = None,
+    inputs: StepInputs,
+    observe: Callable[[StepReport, DictConfig], None] | None = None,
 ) -> DictConfig:
     """Run every step after composition and return the resolved, validated, read-only config.
 
     Works on ``cfg`` itself (a freshly composed config nobody else holds): no copy is made.
-    ``command`` is the command line the config was composed with (already read by
-    :func:`verl_roles.legacy.read_command_line`); legacy keys found in config files yield to it.
-    ``choices`` are the chosen option of each config group (Hydra's runtime choices; the command
-    line's own when not given); the roles step needs both to tell per-role command-line keys from
-    config-file values.
-    ``observe(step, cfg)``, when given, is called after each step that changes the unresolved config
-    (``"legacy"``, ``"roles"``) with ``cfg`` as that step left it, to be read, never changed
-    (``verl-roles explain`` uses it to say what each step did to a key).
+    ``observe(report, cfg)``, when given, is called after each step that changes the unresolved config
+    with its report and ``cfg`` as that step left it, to be read, never changed.
     """
-    legacy.normalize_config(cfg, command)
+    legacy_report = legacy.normalize_config(cfg, inputs.command, inputs.stock_config)
     if observe is not None:
-        observe("legacy", cfg)
+        observe(legacy_report, cfg)
     # Roles work on the unresolved config, so a value set on a role reaches what follows it (the
     # reference follows the actor's layout).
-    role_problems = apply_roles(cfg, RoleSources.of(command, choices))
+    roles_report = roles.apply_roles(cfg, inputs.command, inputs.choices)
     if observe is not None:
-        observe("roles", cfg)
+        observe(roles_report, cfg)
     # Rules read the resolved config: plain values are much cheaper to read than interpolations,
     # and nothing is written before finalize returns, so a problem still stops the run first.
     resolved = resolve(cfg)
-    validate.validate(resolved, extra=role_problems)
+    validate.validate(resolved, RULES, extra=roles_report.problems)
     return resolved

@@ -13,29 +13,28 @@ Precedence, lowest first (the README's "Per-role settings" section says the same
 
 This step also drops resource keys from roles (placement follows ``trainer.*``), refuses critic
 overrides when the algorithm trains no critic, and catches a role option file without its package
-header. The actor/critic topology rule is a validation rule registered here.
+header; it reports what it did (:class:`RolesReport`). The actor/critic topology rule
+(:func:`actor_and_critic_share_topology`) is a validation rule kept here with the other role rules.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
-from verl_roles import slime
+from verl_roles import paths, slime
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.notices import warn
-from verl_roles.validate import ADV_ESTIMATORS, critic_in_use, rule
+from verl_roles.slime import SLIME_PATH_KEY
+from verl_roles.validate import ADV_ESTIMATORS, critic_in_use
 
 # The roles that have a config group of per-role options: role name -> group name.
 ROLE_GROUPS: dict[str, str] = {"actor": "role/actor", "critic": "role/critic"}
-
-# Top-level key naming a slime per-role YAML file.
-SLIME_PATH_KEY = "megatron_config_path"
 
 # Top-level switch of the actor/critic topology rule.
 TOPOLOGY_SETTING = "actor_critic_same_topology"
@@ -57,14 +56,10 @@ CRITIC_SWITCH = "critic.enable"
 @dataclass(frozen=True)
 class RoleSources:
     """What the user asked for besides config files: the command line and the option chosen for each
-    config group (Hydra's runtime choices; the command line's own when composed without them)."""
+    config group (Hydra's runtime choices)."""
 
-    command: CommandLine = field(default_factory=CommandLine)
-    choices: Mapping[str, str | None] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, command: CommandLine, choices: Mapping[str, str | None] | None = None) -> RoleSources:
-        return cls(command, dict(command.group_choices() if choices is None else choices))
+    command: CommandLine
+    choices: Mapping[str, str | None]
 
     def options(self, group: str) -> tuple[str, ...]:
         """The options chosen for ``group``, in the order they apply. A list typed on the command line
@@ -86,29 +81,63 @@ class RoleSources:
 
     def cli_value(self, key: str) -> str:
         override = self.command.override_for(key)
-        return override.value_text or "" if override is not None and override.key == key else ""
+        if override is None or override.key != key:
+            return ""
+        return override.value_text or ""
 
 
-def apply_roles(cfg: DictConfig, sources: RoleSources) -> list[Problem]:
-    """Apply the per-role settings to ``cfg`` in place.
+@dataclass(frozen=True)
+class SlimeValue:
+    """A value of the slime file: its entry (``FILE: megatron[i] (role R)``), slime key, the config key
+    it sets and its value; not ``applied`` when the command line sets that key and wins."""
+
+    entry: str
+    name: str
+    target: str
+    value: Any
+    applied: bool
+
+
+@dataclass(frozen=True)
+class DroppedResource:
+    """A resource key (``num_nodes``...) a role set, removed from the config."""
+
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class RolesReport:
+    """What the roles step did, and the problems it found that are reported with validation."""
+
+    slime_values: tuple[SlimeValue, ...] = ()
+    dropped: tuple[DroppedResource, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    step: ClassVar[str] = "roles"
+
+
+def apply_roles(cfg: DictConfig, command: CommandLine, choices: Mapping[str, str | None]) -> RolesReport:
+    """Apply the per-role settings to ``cfg`` in place and say what was done.
 
     Mistakes that make the rest meaningless (a role option without its package header, any mistake
     in the slime file) raise :class:`ConfigError` before ``cfg`` changes. Problems that are only
-    reported (critic overrides the algorithm would never use) are returned, to be reported together
-    with the validation rules.
+    reported (critic overrides the algorithm would never use) are returned in the report, to be
+    reported together with the validation rules.
     """
+    sources = RoleSources(command, choices)
     _check_misplaced_role_node(cfg, sources)
     path = cfg.get(SLIME_PATH_KEY)
     entries = _read_slime(cfg, path) if path is not None else []
-    _drop_role_resources(cfg, sources)
+    dropped = _drop_role_resources(cfg, sources)
     for entry in entries:
         if entry.ignored:
             warn(
                 f"{entry.label(path)} sets {', '.join(entry.ignored)}; ignored: a role does not choose its "
                 "resources, they follow trainer.nnodes and trainer.n_gpus_per_node. Remove the key(s)."
             )
-    _apply_slime(cfg, path, entries, sources)
-    return list(_critic_override_problems(cfg, path, entries, sources))
+    slime_values = _apply_slime(cfg, path, entries, sources)
+    problems = tuple(_critic_override_problems(cfg, path, entries, sources))
+    return RolesReport(slime_values, dropped, problems)
 
 
 def _check_misplaced_role_node(cfg: DictConfig, sources: RoleSources) -> None:
@@ -187,15 +216,17 @@ def _typed_options(group: str, options: Sequence[str]) -> str:
     return f"{group}={options[0]}" if len(options) == 1 else f"{group}=[{','.join(options)}]"
 
 
-def _drop_role_resources(cfg: DictConfig, sources: RoleSources) -> None:
+def _drop_role_resources(cfg: DictConfig, sources: RoleSources) -> tuple[DroppedResource, ...]:
     """``num_nodes`` / ``num_gpus_per_node`` in a role are ignored (with a warning) and removed, so that
     nothing downstream reads them: resource placement follows ``trainer.*``."""
+    dropped: list[DroppedResource] = []
     for role in ROLE_GROUPS:
         section = ROLE_SECTIONS[role]
-        node = slime.get_path(cfg, section)
+        node = OmegaConf.select(cfg, section)
         found = [key for key in slime.RESOURCE_KEYS if key in node]
         if not found:
             continue
+        dropped += [DroppedResource(f"{section}.{key}", node[key]) for key in found]
         shown = ", ".join(f"{section}.{key}={node[key]}" for key in found)
         origins = sorted({_origin(sources, role, f"{section}.{key}") for key in found})
         warn(
@@ -205,6 +236,7 @@ def _drop_role_resources(cfg: DictConfig, sources: RoleSources) -> None:
         with open_dict(node):
             for key in found:
                 del node[key]
+    return tuple(dropped)
 
 
 def _cli_key_covering(sources: RoleSources, path: str) -> str | None:
@@ -216,7 +248,8 @@ def _cli_key_covering(sources: RoleSources, path: str) -> str | None:
 
 def _apply_slime(
     cfg: DictConfig, path: str, entries: Sequence[slime.RoleEntry], sources: RoleSources
-) -> None:
+) -> tuple[SlimeValue, ...]:
+    values: list[SlimeValue] = []
     for entry, name, target, value in slime.role_assignments(entries):
         covering = _cli_key_covering(sources, target)
         if covering is not None:
@@ -224,8 +257,10 @@ def _apply_slime(
                 f"{target}: the command line ({covering}={sources.cli_value(covering)}) wins over "
                 f"{entry.label(path)} {name}={value!r}; per-role command-line keys have the last word."
             )
-            continue
-        slime.set_path(cfg, target, value)
+        else:
+            paths.assign(cfg, target, value)
+        values.append(SlimeValue(entry.label(path), name, target, value, applied=covering is None))
+    return tuple(values)
 
 
 def _critic_off_reason(cfg: DictConfig) -> str:
@@ -285,7 +320,6 @@ def _effective(block: DictConfig, key: str) -> Any:
     return value
 
 
-@rule
 def actor_and_critic_share_topology(cfg: DictConfig) -> Iterable[Problem]:
     """PPO with a shared placement (``actor_critic_same_topology: true``, the default): the actor and the
     critic must use the same Megatron parallel topology. Megatron only; under dp the setting has no

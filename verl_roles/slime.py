@@ -12,27 +12,31 @@ Keys are slime/Megatron argparse attribute names. :data:`SLIME_KEYS` is the one 
 them to a path inside the role's section (``actor_rollout_ref.actor`` or ``critic``). A value is coerced
 to the type of the target key's default in the config tree, so ``1e-5`` (a string to YAML) is a float
 and a quoted ``"false"`` is False. Every mistake in a file is reported at once, before the file changes
-anything. ``verl-roles export-slime`` writes the reverse: the per-role differences of a composed config.
+anything. :func:`role_differences` and :func:`to_slime_yaml` write the reverse, the per-role differences
+of a composed config (``verl-roles export-slime``, :mod:`verl_roles.commands.export_slime`).
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles.errors import ConfigError, Problem
+from verl_roles import paths
+from verl_roles.config_tree import CONF_DIR
+from verl_roles.errors import ConfigError, Problem, yaml_problem
+from verl_roles.hydra_adapter.yaml_dialect import load_plain
 from verl_roles.layout import ROLE_SECTIONS
-from verl_roles.validate import critic_in_use
+
+# Top-level key naming a slime per-role YAML file.
+SLIME_PATH_KEY = "megatron_config_path"
 
 # Roles a slime file may name, in the order entries are written on export.
 SLIME_ROLES: tuple[str, ...] = ("actor", "critic")
@@ -122,37 +126,16 @@ UNSUPPORTED_KEYS: dict[str, str] = {
 }
 
 
-# ---------------------------------------------------------------------------------------------------
-# Paths inside a config, including list items (`optim.betas.0`).
-
-
-def get_path(node: Any, path: str) -> Any:
-    """The value at dotted ``path`` below ``node``; list items are addressed by their index."""
-    for part in path.split("."):
-        node = node[int(part)] if isinstance(node, (list, ListConfig)) else node[part]
-    return node
-
-
-def set_path(node: Any, path: str, value: Any) -> None:
-    """Set the value at dotted ``path`` below ``node`` (the parent must exist)."""
-    *parents, last = path.split(".")
-    parent = get_path(node, ".".join(parents)) if parents else node
-    if isinstance(parent, (list, ListConfig)):
-        parent[int(last)] = value
-    else:
-        parent[last] = value
-
-
 @cache
-def _defaults_file(group: str) -> DictConfig:
-    text = resources.files("verl_roles.conf").joinpath(_DEFAULTS_FILES[group]).read_text(encoding="utf-8")
-    return OmegaConf.create(text)
+def _defaults_file(group: str) -> Any:
+    path = CONF_DIR / _DEFAULTS_FILES[group]
+    return load_plain(path.read_text(encoding="utf-8"), str(path))
 
 
 def default_value(key: SlimeKey) -> Any:
     """The default of ``key``'s target in the config tree (the engine or optimizer defaults file)."""
     group, rest = key.path.split(".", 1)
-    return OmegaConf.to_container(OmegaConf.create({"v": get_path(_defaults_file(group), rest)}))["v"]
+    return paths.get(_defaults_file(group), rest)
 
 
 def target_type(key: SlimeKey) -> type:
@@ -281,27 +264,8 @@ class RoleEntry:
         return f"{path}: megatron[{self.index}] (role {self.role})"
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe YAML loader that refuses a mapping with the same key twice (PyYAML keeps the last)."""
-
-
-def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark
-            )
-        seen[key] = key_node.start_mark.line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
-
-
 def _file_problem(path: str, message: str, fix: str = "") -> ConfigError:
-    return ConfigError([Problem(key=f"megatron_config_path={path}", message=message, fix=fix)])
+    return ConfigError([Problem(key=f"{SLIME_PATH_KEY}={path}", message=message, fix=fix)])
 
 
 def read_slime_file(path: str) -> list[RoleEntry]:
@@ -318,14 +282,9 @@ def read_slime_file(path: str) -> list[RoleEntry]:
     except OSError as error:
         raise _file_problem(path, f"cannot read the file: {error.strerror or error}") from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        data = load_plain(text, str(file))
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise _file_problem(
-            path, f"YAML syntax error{where}: {problem}", "fix the YAML syntax there"
-        ) from None
+        raise ConfigError([yaml_problem(error, key=f"{SLIME_PATH_KEY}={path}")]) from None
     if not isinstance(data, dict) or "megatron" not in data:
         raise _file_problem(
             path,
@@ -505,7 +464,7 @@ def baseline_value(cfg: DictConfig, key: SlimeKey) -> Any:
     for engine keys, the optimizer defaults for `optim.*` keys."""
     group, rest = key.path.split(".", 1)
     if group == "megatron":
-        return _plain(get_path(cfg.megatron, rest))
+        return _plain(paths.get(cfg.megatron, rest))
     return default_value(key)
 
 
@@ -522,7 +481,7 @@ def role_differences(cfg: DictConfig, roles: Sequence[str] = SLIME_ROLES) -> dic
         section = OmegaConf.select(cfg, ROLE_SECTIONS[role])
         diffs = {}
         for key in SLIME_KEYS:
-            value = _plain(get_path(section, key.path))
+            value = _plain(paths.get(section, key.path))
             if value != baseline_value(cfg, key):
                 diffs[key.name] = value
         if diffs:
@@ -535,74 +494,3 @@ def to_slime_yaml(differences: dict[str, dict[str, Any]], header: str = "") -> s
     entries = [{"name": "default", "role": role, "overrides": values} for role, values in differences.items()]
     body = yaml.safe_dump({"megatron": entries}, sort_keys=False, default_flow_style=False)
     return header + body
-
-
-USAGE = """usage: verl-roles export-slime [-o FILE] [hydra overrides...]
-
-Compose the config with the overrides (model_engine=megatron is required) and write the per-role
-differences (role value != baseline value, for every key of the slime mapping table) as slime's
---megatron-config-path YAML, to stdout or to FILE. Reading the file back with
-megatron_config_path=FILE over the same baseline gives the same config."""
-
-
-def run(args: list[str]) -> int:
-    """The ``verl-roles export-slime`` command."""
-    from verl_roles.cli_errors import run_reporting_errors
-
-    args = list(args)
-    if any(arg in ("-h", "--help") for arg in args):
-        print(USAGE)
-        return 0
-    return run_reporting_errors(lambda: _export(*_parse_args(args)), args)
-
-
-def _parse_args(args: list[str]) -> tuple[list[str], str | None]:
-    """(overrides, output file or None) of an export-slime command line (``--debug`` already removed)."""
-    output: str | None = None
-    overrides: list[str] = []
-    it = iter(args)
-    for arg in it:
-        if arg in ("-o", "--output"):
-            output = next(it, None)
-            if output is None:
-                raise ConfigError(
-                    [Problem(key=arg, message="needs a file name", fix=f"write `{arg} FILE`, or leave it "
-                             "out to print to stdout (see `verl-roles export-slime --help`)")]
-                )
-        elif arg.startswith("--output="):
-            output = arg.split("=", 1)[1]
-        else:
-            overrides.append(arg)
-    return overrides, output
-
-
-def export_slime(overrides: Sequence[str]) -> str:
-    """Compose with ``overrides`` and return the slime YAML of its per-role differences."""
-    from verl_roles.api import compose
-
-    cfg = compose(overrides)
-    if cfg.model_engine != "megatron":
-        raise ConfigError(
-            [
-                Problem(
-                    key="model_engine",
-                    message=f"export-slime writes Megatron settings, but the engine is {cfg.model_engine}",
-                    fix="add model_engine=megatron to the overrides",
-                )
-            ]
-        )
-    roles = [role for role in SLIME_ROLES if role != "critic" or critic_in_use(cfg)]
-    shown = " ".join(overrides) if overrides else "(no overrides)"
-    header = f"# Per-role Megatron overrides (slime format) exported by verl-roles from: {shown}\n"
-    return to_slime_yaml(role_differences(cfg, roles), header)
-
-
-def _export(overrides: list[str], output: str | None) -> None:
-    text = export_slime(overrides)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    from verl_roles.output import write_atomic
-
-    write_atomic(Path(output), text)
-    print(f"verl-roles: wrote {output}", file=sys.stderr)

@@ -1,49 +1,43 @@
 """Validation: every rule runs on the composed config and all problems are reported together.
 
-A rule is a function ``(cfg) -> Iterable[Problem]`` registered with :func:`rule`. Rules read the
-config; they never change it.
+A rule is a function ``(cfg) -> Iterable[Problem]``; :data:`RULES` lists this module's rules, and
+:data:`verl_roles.pipeline.RULES` every rule the main job runs (these, the LoRA rules and the role
+rules). Rules read the config; they never change it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.errors import ConfigError, Problem, config_files_origin
+from verl_roles.hydra_adapter.nodes import missing_keys
 from verl_roles.layout import ACTOR, CRITIC, REF, ROLLOUT
 
 Rule = Callable[[DictConfig], Iterable[Problem]]
 
-RULES: list[Rule] = []
 
-
-def rule(fn: Rule) -> Rule:
-    """Register ``fn`` as a validation rule."""
-    RULES.append(fn)
-    return fn
-
-
-def collect_problems(cfg: DictConfig) -> list[Problem]:
+def collect_problems(cfg: DictConfig, rules: Sequence[Rule]) -> list[Problem]:
     """Run every rule and return all the problems found, in rule order."""
     problems: list[Problem] = []
-    for check in RULES:
+    for check in rules:
         problems.extend(check(cfg))
     return problems
 
 
-def validate(cfg: DictConfig, extra: Iterable[Problem] = ()) -> None:
+def validate(cfg: DictConfig, rules: Sequence[Rule], extra: Iterable[Problem] = ()) -> None:
     """Raise :class:`ConfigError` listing every problem (``extra`` ones found by earlier steps first),
     or return when the config is valid."""
-    problems = [*extra, *collect_problems(cfg)]
+    problems = [*extra, *collect_problems(cfg, rules)]
     if problems:
         raise ConfigError([_with_file_origin(cfg, problem) for problem in problems])
 
 
 def _with_file_origin(cfg: DictConfig, problem: Problem) -> Problem:
     """A problem about a config key says where its value came from; the command line, when it set the
-    key, is filled in later (``hydra_errors.with_origins``), the config files otherwise."""
+    key, is filled in later (``wording.with_origins``), the config files otherwise."""
     if problem.origin or OmegaConf.select(cfg, problem.key, default=_ABSENT) is _ABSENT:
         return problem
     return replace(problem, origin=config_files_origin(problem.key))
@@ -52,7 +46,6 @@ def _with_file_origin(cfg: DictConfig, problem: Problem) -> Problem:
 _ABSENT = object()
 
 
-@rule
 def values_have_their_declared_type(cfg: DictConfig) -> Iterable[Problem]:
     """The typed schema (verl_roles.schema): one pass over the config, types only."""
     from verl_roles.schema import type_problems
@@ -60,7 +53,6 @@ def values_have_their_declared_type(cfg: DictConfig) -> Iterable[Problem]:
     yield from type_problems(cfg)
 
 
-@rule
 def mandatory_values_are_set(cfg: DictConfig) -> Iterable[Problem]:
     """A value left at ``???`` would stop the trainer later; name it now."""
     yield from (
@@ -69,24 +61,8 @@ def mandatory_values_are_set(cfg: DictConfig) -> Iterable[Problem]:
             message="is mandatory and has no value",
             fix=f"set it on the command line, e.g. {key}=...",
         )
-        for key in _missing_keys(cfg, "")
+        for key in missing_keys(cfg)
     )
-
-
-def _missing_keys(node: DictConfig, prefix: str) -> Iterable[str]:
-    # Node internals, read directly for speed (this walks every key on every compose): a
-    # container's ``_content`` is its children, or a string for ``???`` and interpolations; a
-    # leaf's ``_val`` is its raw value.
-    for key, child in node.__dict__["_content"].items():
-        path = f"{prefix}{key}"
-        if isinstance(child, DictConfig | ListConfig):
-            content = child.__dict__["_content"]
-            if content == "???":
-                yield path
-            elif isinstance(child, DictConfig) and isinstance(content, dict):
-                yield from _missing_keys(child, path + ".")
-        elif child._val == "???":
-            yield path
 
 
 # --- cross-field rules ---------------------------------------------------------------------------
@@ -165,7 +141,6 @@ def _model_parallel(cfg: DictConfig, role: str) -> tuple[int, str]:
     return sp, f"ulysses_sequence_parallel_size = {sp}"
 
 
-@rule
 def parallel_sizes_fit_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
     """Under megatron every role's TP*PP*CP must divide the GPU count (verl's validate_config)."""
     n_gpus = _n_gpus(cfg)
@@ -183,7 +158,6 @@ def parallel_sizes_fit_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
             )
 
 
-@rule
 def batch_sizes_are_consistent(cfg: DictConfig) -> Iterable[Problem]:
     """verl's batch rules: mini <= train batch, micro set one way, and the splits divide evenly.
 
@@ -293,7 +267,6 @@ ENUMS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
-@rule
 def values_come_from_their_known_set(cfg: DictConfig) -> Iterable[Problem]:
     from difflib import get_close_matches
 
@@ -344,7 +317,6 @@ def _without_note(expected: str) -> str:
     return head if sep and not expected.endswith("]") else expected
 
 
-@rule
 def values_are_in_range(cfg: DictConfig) -> Iterable[Problem]:
     for key, low, inclusive, high, expected in RANGES:
         value = _number(cfg, key)
@@ -360,7 +332,6 @@ def values_are_in_range(cfg: DictConfig) -> Iterable[Problem]:
 REQUIRED_PATHS = ("actor_rollout_ref.model.path", "data.train_files")
 
 
-@rule
 def required_paths_are_set(cfg: DictConfig) -> Iterable[Problem]:
     keys = list(REQUIRED_PATHS) + (["critic.model.path"] if critic_in_use(cfg) else [])
     for key in keys:
@@ -370,5 +341,13 @@ def required_paths_are_set(cfg: DictConfig) -> Iterable[Problem]:
                           fix=f"set it, e.g. {key}=/path/to/it")
 
 
-# Rules kept in their own modules register themselves on import (after `rule` exists above).
-from verl_roles import lora_rules  # noqa: E402,F401
+# This module's rules, in the order they report.
+RULES: tuple[Rule, ...] = (
+    values_have_their_declared_type,
+    mandatory_values_are_set,
+    parallel_sizes_fit_the_gpus,
+    batch_sizes_are_consistent,
+    values_come_from_their_known_set,
+    values_are_in_range,
+    required_paths_are_set,
+)

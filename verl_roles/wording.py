@@ -1,43 +1,50 @@
 """Turn Hydra, OmegaConf and YAML errors into our :class:`ConfigError`, worded so a user can act on it.
 
-Only runs when composition already failed, so the extra work it does (composing the config once more
-to learn the real key set for "did you mean") never slows down a config that composes.
+Reads the one :class:`~verl_roles.cmdline.CommandLine` (which override set a key, which engine was
+asked for). For "did you mean" it needs the real key set of the user's composition: the caller, which
+can compose, passes ``key_paths`` (:func:`verl_roles.hydra_adapter.loader.composed_key_paths`); this
+module never composes. Only runs when composition already failed, so that extra work never slows down
+a config that composes.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from functools import lru_cache
 from typing import NoReturn
 
 import yaml
 from hydra.core.override_parser.types import OverrideType
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
-from omegaconf import DictConfig
 from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
-from verl_roles.cli_errors import one_paragraph
 from verl_roles.cmdline import CommandLine
-from verl_roles.errors import ConfigError, Problem, config_files_origin
+from verl_roles.errors import ConfigError, Problem, config_files_origin, one_paragraph, yaml_problem
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, ENGINES
 
 LIBRARY_ERRORS = (ConfigCompositionException, OmegaConfBaseException, OverrideParseException, yaml.YAMLError)
 
+# (config name, group overrides, absolute config dir) -> every key path of that composition, plus
+# `model_engine=<engine>`; empty when it does not compose.
+KeyPaths = Callable[[str, tuple[str, ...], str | None], frozenset[str]]
 
-def translate(error: BaseException, command: CommandLine) -> ConfigError:
-    """Our ConfigError for a library ``error`` raised while composing ``command``."""
+
+def translate(error: BaseException, command: CommandLine, key_paths: KeyPaths | None = None) -> ConfigError:
+    """Our ConfigError for a library ``error`` raised while composing ``command`` (``key_paths``
+    lets it suggest the key meant; without it there is no "did you mean")."""
     if isinstance(error, ConfigError):
         return with_origins(error, command)
-    problems = list(_problems(error, command))
+    problems = list(_problems(error, command, key_paths))
     return ConfigError(problems)
 
 
-def raise_translated(error: BaseException, command: CommandLine) -> NoReturn:
+def raise_translated(
+    error: BaseException, command: CommandLine, key_paths: KeyPaths | None = None
+) -> NoReturn:
     """Raise :func:`translate` of ``error``, chained to the original for ``--debug``."""
-    translated = translate(error, command)
+    translated = translate(error, command, key_paths)
     if translated is error:
         raise error
     raise translated from error
@@ -65,10 +72,10 @@ _ALREADY_THERE = re.compile(r"Could not append to config\. An item is already at
 _INTERPOLATION_KEY = re.compile(r"Interpolation key '([^']+)' not found")
 
 
-def _problems(error: BaseException, command: CommandLine) -> Iterable[Problem]:
+def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | None) -> Iterable[Problem]:
     text = str(error)
     if isinstance(error, yaml.YAMLError):
-        yield _yaml_problem(error)
+        yield yaml_problem(error)
     elif isinstance(error, OverrideParseException):
         yield Problem(
             key=f"`{error.override}`" if error.override else "command line",
@@ -79,7 +86,7 @@ def _problems(error: BaseException, command: CommandLine) -> Iterable[Problem]:
     elif isinstance(error, MissingConfigException) and error.missing_cfg_file and error.options is not None:
         yield _missing_option_problem(error, command)
     elif match := _NOT_IN_STRUCT.search(text):
-        yield _unknown_key_problem(match.group(1), command)
+        yield _unknown_key_problem(match.group(1), command, key_paths)
     elif match := _ALREADY_THERE.search(text):
         key = match.group(1)
         override = command.override_for(key)
@@ -91,24 +98,11 @@ def _problems(error: BaseException, command: CommandLine) -> Iterable[Problem]:
             fix=f"drop the `+`: write `{key}={value}` (or `++{key}={value}` to add-or-override)",
         )
     elif isinstance(error, InterpolationKeyError) or _INTERPOLATION_KEY.search(text):
-        yield _interpolation_problem(error, command)
+        yield _interpolation_problem(error, command, key_paths)
     else:
         key = getattr(error, "full_key", None) or "config"
         message = getattr(error, "msg", None) or text
         yield Problem(key=key, message=one_paragraph(message), origin=command.origin_of(key) if key else "")
-
-
-def _yaml_problem(error: yaml.YAMLError) -> Problem:
-    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
-    problem = getattr(error, "problem", None) or one_paragraph(str(error))
-    if mark is None:
-        return Problem(key="YAML file", message=f"is not valid YAML: {problem}", fix="fix the YAML syntax")
-    where = f"line {mark.line + 1}, column {mark.column + 1}"
-    return Problem(
-        key=mark.name,
-        message=f"is not valid YAML at {where}: {problem}",
-        fix=f"fix the YAML syntax at {where} of {mark.name}",
-    )
 
 
 def _missing_option_problem(error: MissingConfigException, command: CommandLine) -> Problem:
@@ -127,7 +121,7 @@ def _missing_option_problem(error: MissingConfigException, command: CommandLine)
     )
 
 
-def _unknown_key_problem(key: str, command: CommandLine) -> Problem:
+def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | None) -> Problem:
     override = command.override_for(key)
     value = override.value_element_text() if override is not None else "VALUE"
     origin = command.origin_of(key)
@@ -139,7 +133,7 @@ def _unknown_key_problem(key: str, command: CommandLine) -> Problem:
             origin=origin,
             fix=f"write `model_engine={value}` (it switches actor, ref and critic together)",
         )
-    knowledge = KeyKnowledge(command)
+    knowledge = KeyKnowledge(command, key_paths)
     if "/" in key:
         return _unknown_group_problem(key, value, origin, knowledge)
     current = knowledge.engine
@@ -167,11 +161,11 @@ def _unknown_group_problem(key: str, value: str, origin: str, knowledge: KeyKnow
                    origin=origin, fix=fix)
 
 
-def _interpolation_problem(error: BaseException, command: CommandLine) -> Problem:
+def _interpolation_problem(error: BaseException, command: CommandLine, key_paths: KeyPaths | None) -> Problem:
     key = getattr(error, "full_key", None) or "config"
     match = _INTERPOLATION_KEY.search(str(error))
     target = match.group(1) if match else "?"
-    guess = KeyKnowledge(command).closest(target)
+    guess = KeyKnowledge(command, key_paths).closest(target)
     fix = f"did you mean `${{{guess}}}`?" if guess else "point it at an existing key"
     return Problem(
         key=key,
@@ -182,14 +176,15 @@ def _interpolation_problem(error: BaseException, command: CommandLine) -> Proble
 
 
 class KeyKnowledge:
-    """The real key set of the user's composition, learned by composing it again on the error path.
+    """The real key set of the user's composition, learned from ``key_paths`` on the error path.
 
     Only the group choices of the command line are kept (those decide which keys exist); value
     overrides are left out, since one of them is what failed.
     """
 
-    def __init__(self, command: CommandLine):
+    def __init__(self, command: CommandLine, key_paths: KeyPaths | None = None):
         self.command = command
+        self.key_paths = key_paths
         self._keys: dict[str, set[str]] = {}
         self._groups: list[str] | None = None
         base = self._key_set(engine=None)
@@ -216,8 +211,10 @@ class KeyKnowledge:
         return kept
 
     def _key_set(self, engine: str | None) -> frozenset[str]:
+        if self.key_paths is None:
+            return frozenset()
         overrides = tuple(self._group_overrides(engine))
-        return _composed_key_set(self.command.config_name, overrides, self.command.config_dir_path())
+        return self.key_paths(self.command.config_name, overrides, self.command.config_dir_path())
 
     def keys_for(self, engine: str) -> set[str]:
         if engine not in self._keys:
@@ -233,28 +230,3 @@ class KeyKnowledge:
             if close:
                 return close[0]
         return None
-
-
-@lru_cache(maxsize=16)
-def _composed_key_set(config_name: str, overrides: tuple[str, ...], config_dir: str | None) -> frozenset[str]:
-    """Every key path of the composition (plus ``model_engine=<value>``); empty if it fails too.
-
-    Cached: the error path of a long-lived process (a notebook, the test suite) asks for the same
-    few compositions again and again, and the answer only words a suggestion.
-    """
-    from verl_roles.hydra_context import compose_raw
-
-    try:
-        cfg = compose_raw(config_name, list(overrides), config_dir)
-    except Exception:  # noqa: BLE001 - best effort: without a key set we just give no suggestion
-        return frozenset()
-    return frozenset([*_all_keys(cfg), f"{ENGINE_KEY}={cfg.get(ENGINE_KEY, DEFAULT_ENGINE)}"])
-
-
-def _all_keys(cfg: DictConfig, prefix: str = "") -> Iterable[str]:
-    for key in cfg:
-        path = f"{prefix}{key}"
-        yield path
-        node = cfg._get_node(key)
-        if isinstance(node, DictConfig) and not node._is_missing() and not node._is_interpolation():
-            yield from _all_keys(node, path + ".")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hydra.errors import HydraException
@@ -19,9 +19,10 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles.api import compose
-from verl_roles.cli_errors import EXIT_CONFIG_ERROR, one_paragraph, report, run_reporting_errors
-from verl_roles.cmdline import CONFIG_DIR, CONFIG_FLAGS, CommandLine
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
+from verl_roles.commands.reporting import EXIT_CONFIG_ERROR, report, run_reporting_errors
+from verl_roles.errors import ConfigError, Problem, one_paragraph
+from verl_roles.paths import leaves
 
 USAGE = """\
 usage: verl-roles diff [--config-name NAME] [--config-dir DIR] [A overrides...] -- [B: the same]
@@ -74,15 +75,6 @@ def format_value(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def leaves(node: object, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], object]]:
-    """Every (key path, value) of a plain container; an empty dict and any list are leaves."""
-    if isinstance(node, Mapping) and node:
-        for key, value in node.items():
-            yield from leaves(value, (*path, str(key)))
-    else:
-        yield path, node
-
-
 def compare(a: Mapping[str, object], b: Mapping[str, object]) -> list[Change]:
     """The differing leaves of two plain containers, sorted by key path."""
     old = dict(leaves(a))
@@ -106,9 +98,8 @@ def parse_side(label: str, args: Sequence[str]) -> Side:
     for flag in command.flags:
         if flag.spec is None:
             raise _usage_error(f"unknown option {flag.tokens[0]!r} on side {label}")
-        if flag.missing_value:
-            what = "a directory" if flag.spec == CONFIG_DIR else "a config name"
-            raise _usage_error(f"{flag.typed_name} on side {label} needs {what}")
+        if flag.spec is not None and flag.missing_value:
+            raise _usage_error(f"{flag.typed_name} on side {label} needs {flag.spec.value_name}")
     return Side(label, command)
 
 

@@ -2,11 +2,12 @@
 that produced it.
 
 Hydra merges the files of the defaults list in order, then applies the command-line overrides.
-We ask Hydra for that same defaults list, load each file at its package exactly as Hydra does, and
-record every file that sets KEY (or a section holding it); then the command-line overrides. Then the
-composed config goes through the real :func:`verl_roles.pipeline.finalize`, which shows us the config
-after each of its steps: a legacy key moved out of a config file, a value of the slime file named by
-``megatron_config_path``, a role resource key dropped. The value shown is finalize's result. When the
+We ask Hydra for that same defaults list, load each file at its package exactly as Hydra does
+(:func:`verl_roles.hydra_adapter.loader.defaults_layers`), and record every file that sets KEY (or a
+section holding it); then the command-line overrides. Then the composed config goes through the real
+:func:`verl_roles.pipeline.finalize`, whose steps report what they did (a legacy key moved out of a
+config file, a value of the slime file named by ``megatron_config_path``, a role resource key
+dropped) and show us the config after each step. The value shown is finalize's result. When the
 value is an interpolation, the same story is told for each key it refers to.
 """
 
@@ -15,26 +16,28 @@ from __future__ import annotations
 import pickle
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles import slime
-from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
+from verl_roles.commands.reporting import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.hydra_context import compose_with_choices, search_path
-from verl_roles.hydra_errors import LIBRARY_ERRORS, KeyKnowledge, raise_translated, translate
-from verl_roles.layout import PRIMARY_CONFIG, ROLE_SECTIONS
-from verl_roles.legacy import LEGACY_KEYS, read_command_line
-from verl_roles.pipeline import finalize
-from verl_roles.roles import ROLE_GROUPS, SLIME_PATH_KEY
+from verl_roles.hydra_adapter.loader import (
+    compose_with_choices,
+    composed_key_paths,
+    defaults_layers,
+    stock_config,
+)
+from verl_roles.hydra_adapter.nodes import ABSENT, raw_at
+from verl_roles.layout import PRIMARY_CONFIG
+from verl_roles.legacy import LegacyReport, read_command_line
+from verl_roles.pipeline import StepInputs, StepReport, finalize
+from verl_roles.roles import RolesReport
+from verl_roles.wording import LIBRARY_ERRORS, KeyKnowledge, raise_translated, translate
 
 _REFERENCE = re.compile(r"\$\{([^${}:]+)\}")
-_ABSENT = object()
 
 
 class _Removed:
@@ -125,13 +128,14 @@ def explain_many(
     dir_path = command.config_dir_path()
     user_dir = UserDir.of(config_dir, dir_path) if config_dir is not None and dir_path is not None else None
     try:
-        composed, layers, choices = _compose(command, user_dir)
+        composed, choices = compose_with_choices(command.config_name, command.texts(), dir_path)
+        layers = _layers(command, user_dir)
     except LIBRARY_ERRORS as error:
-        raise_translated(error, command)
-    run = _Pipeline.through_finalize(composed, layers, command, choices)
+        raise_translated(error, command, composed_key_paths)
+    run = _Pipeline.through_finalize(composed, layers, StepInputs(command, choices, stock_config))
     unknown = [key for key in keys if not run.knows(key)]
     if unknown:
-        knowledge = KeyKnowledge(command)
+        knowledge = KeyKnowledge(command, composed_key_paths)
         problems = []
         for key in unknown:
             guess = knowledge.closest(key)
@@ -163,7 +167,7 @@ class _Event:
 @dataclass
 class _Pipeline:
     """The composed config taken through the real ``finalize``: the config after each step
-    (``stages``), what each step did (``events``), and the result or the error it stopped with."""
+    (``stages``), what each step reported (``events``), and the result or the error it stopped with."""
 
     layers: list[Layer]
     command: CommandLine
@@ -173,26 +177,21 @@ class _Pipeline:
     events: list[_Event] = field(default_factory=list)
 
     @classmethod
-    def through_finalize(
-        cls,
-        composed: DictConfig,
-        layers: list[Layer],
-        command: CommandLine,
-        choices: Mapping[str, str | None],
-    ) -> _Pipeline:
+    def through_finalize(cls, composed: DictConfig, layers: list[Layer], inputs: StepInputs) -> _Pipeline:
         stages = [("composed", _copy(composed))]
+        reports: list[StepReport] = []
+
+        def observe(report: StepReport, cfg: DictConfig) -> None:
+            reports.append(report)
+            stages.append((report.step, _copy(cfg)))
+
         final, error = None, None
         try:
-            final = finalize(
-                composed,
-                command=command,
-                choices=choices,
-                observe=lambda step, cfg: stages.append((step, _copy(cfg))),
-            )
+            final = finalize(composed, inputs, observe)
         except (ConfigError, *LIBRARY_ERRORS) as raised:
-            error = translate(raised, command)
-        pipeline = cls(layers, command, stages, final, error)
-        pipeline.events = [*pipeline._legacy_events(), *pipeline._role_events()]
+            error = translate(raised, inputs.command, composed_key_paths)
+        pipeline = cls(layers, inputs.command, stages, final, error)
+        pipeline.events = [event for report in reports for event in pipeline.events_of(report)]
         return pipeline
 
     @property
@@ -201,87 +200,64 @@ class _Pipeline:
         return self.stages[-1][1]
 
     def knows(self, key: str) -> bool:
-        return any(_raw_at(cfg, key) is not _ABSENT for _, cfg in self.stages)
+        return any(raw_at(cfg, key) is not ABSENT for _, cfg in self.stages)
 
     def value(self, key: str) -> object:
         """finalize's value of ``key``; for an invalid config, the value as far as finalize got."""
         cfg = self.latest if self.final is None else self.final
-        if _raw_at(cfg, key) is _ABSENT:
+        if raw_at(cfg, key) is ABSENT:
             return REMOVED
         try:
             return OmegaConf.select(cfg, key, throw_on_missing=False)
         except Exception as error:  # noqa: BLE001 - show what resolution says instead of a value
             return f"<cannot resolve: {error}>"
 
-    def _stage(self, name: str) -> tuple[DictConfig, DictConfig] | None:
-        """(config before, config after) the step ``name``, if it ran."""
-        for index, (stage, cfg) in enumerate(self.stages):
-            if stage == name and index:
-                return self.stages[index - 1][1], cfg
-        return None
-
-    def _legacy_events(self) -> list[_Event]:
-        found = self._stage("legacy")
-        if found is None:
-            return []
-        before, after = found
-        events = []
-        for entry in LEGACY_KEYS:
-            for old in _leaves(before, entry.old) if entry.section else [entry.old]:
-                raw = _raw_at(before, old)
-                new = entry.new_key_for(old)
-                if raw is _ABSENT or new is None or _raw_at(after, old) is not _ABSENT:
-                    continue
-                where = self._file_setting(old)
-                if self.command.override_for(new) is not None:
+    def events_of(self, report: StepReport) -> list[_Event]:
+        """What a step's report says it did, worded for the chain."""
+        if isinstance(report, LegacyReport):
+            events = []
+            for move in report.moves:
+                old, new, where = move.old_key, move.new_key, self._file_setting(move.old_key)
+                if move.dropped:
                     # The command line sets the new key: the file's legacy value is dropped, not moved.
-                    source = f"legacy key {old}{where} dropped: the command line sets {new}"
-                    events.append(_Event("legacy", (old,), source))
-                elif _raw_at(after, new) == entry.converted(raw):
-                    events.append(_Event("legacy", (old, new), f"legacy key {old} -> {new}{where}"))
-        return events
-
-    def _role_events(self) -> list[_Event]:
-        found = self._stage("roles")
-        if found is None:
-            return []
-        before, after = found
-        events = []
-        path = before.get(SLIME_PATH_KEY)
-        if isinstance(path, str) and path.strip():
-            for entry, name, target, value in slime.role_assignments(slime.read_slime_file(path)):
-                if self.command.override_for(target) is None and _raw_at(after, target) == value:
-                    events.append(_Event("roles", (target,), f"{entry.label(path)} overrides.{name}"))
-        for role in ROLE_GROUPS:
-            for resource in slime.RESOURCE_KEYS:
-                key = f"{ROLE_SECTIONS[role]}.{resource}"
-                if _raw_at(before, key) is not _ABSENT and _raw_at(after, key) is _ABSENT:
-                    events.append(
-                        _Event(
-                            "roles",
-                            (key,),
-                            f"roles step: dropped {key} (a role does not choose its resources; they follow "
-                            "trainer.nnodes and trainer.n_gpus_per_node)",
-                        )
-                    )
+                    events.append(_Event(report.step, (old,), f"legacy key {old}{where} dropped: the command "
+                                         f"line sets {new}"))
+                else:
+                    events.append(_Event(report.step, (old, new), f"legacy key {old} -> {new}{where}"))
+            return events
+        assert isinstance(report, RolesReport)
+        events = [
+            _Event(report.step, (value.target,), f"{value.entry} overrides.{value.name}")
+            for value in report.slime_values
+            if value.applied
+        ]
+        events += [
+            _Event(
+                report.step,
+                (dropped.key,),
+                f"roles step: dropped {dropped.key} (a role does not choose its resources; they follow "
+                "trainer.nnodes and trainer.n_gpus_per_node)",
+            )
+            for dropped in report.dropped
+        ]
         return events
 
     def _file_setting(self, key: str) -> str:
-        files = [layer.file for layer in self.layers if _raw_at(layer.cfg, key) is not _ABSENT]
+        files = [layer.file for layer in self.layers if raw_at(layer.cfg, key) is not ABSENT]
         return f" (from {files[-1]})" if files else ""
 
     def steps(self, key: str) -> list[Step]:
         """What the pipeline steps did to ``key``; each step shows the raw value the step left."""
         steps = []
         for (_, before), (stage, after) in zip(self.stages, self.stages[1:], strict=False):
-            raw = _raw_at(after, key)
-            raw = REMOVED if raw is _ABSENT else raw
+            raw = raw_at(after, key)
+            raw = REMOVED if raw is ABSENT else raw
             sources = [
                 _event_source(event, key)
                 for event in self.events
                 if event.stage == stage and any(_related(key, path) for path in event.paths)
             ]
-            if not sources and _raw_at(before, key) != _raw_at(after, key):
+            if not sources and raw_at(before, key) != raw_at(after, key):
                 sources = [f"pipeline step `{stage}`"]
             steps += [Step(source, raw) for source in sources]
         return steps
@@ -303,24 +279,16 @@ def _related(key: str, path: str) -> bool:
     return key == path or key.startswith(path + ".") or path.startswith(key + ".")
 
 
-def _leaves(cfg: DictConfig, key: str) -> list[str]:
-    """Every leaf key under the section ``key`` of ``cfg`` (``key`` itself when it is a leaf)."""
-    raw = _raw_at(cfg, key)
-    if not isinstance(raw, dict) or not raw:
-        return [key] if raw is not _ABSENT else []
-    return [leaf for child in raw for leaf in _leaves(cfg, f"{key}.{child}")]
-
-
 def _explain(key: str, run: _Pipeline, aliases: dict[str, str], seen: set[str]) -> Explanation:
     steps = [
-        Step(layer.source, raw) for layer in run.layers if (raw := _raw_at(layer.cfg, key)) is not _ABSENT
+        Step(layer.source, raw) for layer in run.layers if (raw := raw_at(layer.cfg, key)) is not ABSENT
     ]
     steps += _command_line_steps(key, run.command, aliases)
     steps += run.steps(key)
     explanation = Explanation(key=key, value=run.value(key), steps=steps, invalid=run.error)
     if key not in seen:
         for target in _references(run.latest, key):
-            if _raw_at(run.latest, target) is not _ABSENT:
+            if raw_at(run.latest, target) is not ABSENT:
                 explanation.references.append(_explain(target, run, aliases, seen | {key}))
     return explanation
 
@@ -330,7 +298,7 @@ def _references(composed: DictConfig, key: str) -> list[str]:
     parts = key.split(".")
     for depth in range(1, len(parts) + 1):
         prefix = ".".join(parts[:depth])
-        raw = _raw_at(composed, prefix)
+        raw = raw_at(composed, prefix)
         if isinstance(raw, str) and "${" in raw:
             rest = parts[depth:]
             targets = [_absolute(t, prefix) for t in _REFERENCE.findall(raw)]
@@ -347,27 +315,16 @@ def _absolute(reference: str, key: str) -> str:
     return ".".join([*parent, reference.lstrip(".")])
 
 
-def _compose(
-    command: CommandLine, user_dir: UserDir | None
-) -> tuple[DictConfig, list[Layer], dict[str, str | None]]:
-    """The composed (unresolved) config; each file of the defaults list, in merge order, loaded at its
-    package; and the option chosen for each config group (what the main job hands to finalize as
-    Hydra's runtime choices)."""
-    config_name, overrides = command.config_name, command.texts()
-    composed, choices = compose_with_choices(config_name, overrides, user_dir.path if user_dir else None)
-    loader = ConfigLoaderImpl(config_search_path=search_path(user_dir.path if user_dir else None))
-    _, repo = loader._parse_overrides_and_create_caching_repo(config_name, overrides)  # type: ignore[attr-defined]
-    defaults = loader.compute_defaults_list(config_name, overrides, RunMode.RUN)
+def _layers(command: CommandLine, user_dir: UserDir | None) -> list[Layer]:
+    """Each file of the defaults list, in merge order, loaded at its package; a user's file is named
+    relative to its ``--config-dir``, prefixed with the directory as typed."""
     layers = []
-    for default in defaults.defaults:
-        if default.config_path is None or default.config_path.startswith("hydra/"):
-            continue
-        loaded = loader._load_single_config(default=default, repo=repo)  # type: ignore[attr-defined]
-        file = f"{default.config_path}.yaml"
-        if user_dir is not None and loaded.path == user_dir.url:
+    for loaded in defaults_layers(command.config_name, command.texts(), user_dir.path if user_dir else None):
+        file = f"{loaded.config_path}.yaml"
+        if user_dir is not None and loaded.source == user_dir.url:
             file = f"{user_dir.typed}: {file}"
-        layers.append(Layer(file, _describe(file, default.config_path, default.package), loaded.config))
-    return composed, layers, choices
+        layers.append(Layer(file, _describe(file, loaded.config_path, loaded.package), loaded.config))
+    return layers
 
 
 def _describe(file: str, config_path: str, package: str | None) -> str:
@@ -396,37 +353,10 @@ def _command_line_steps(key: str, command: CommandLine, aliases: dict[str, str])
             steps.append(Step(f"{source} (a sweep)", override.value()))
             continue
         value = OmegaConf.create({"v": override.value()})
-        raw = _raw_at(value, "v" + key[len(target):])
-        if raw is not _ABSENT:
+        raw = raw_at(value, "v" + key[len(target):])
+        if raw is not ABSENT:
             steps.append(Step(source, raw))
     return steps
-
-
-def _raw_at(cfg: DictConfig, key: str) -> object:
-    """The raw value at ``key`` (interpolations left as written), or ``_ABSENT``.
-
-    A section set to an interpolation (``mtp: ${actor_rollout_ref.model.mtp}``) is reported at the
-    section: the raw value of ``...mtp.enable`` is then the interpolation of ``...mtp`` plus the rest.
-    """
-    node: object = cfg
-    parts = key.split(".")
-    for i, part in enumerate(parts):
-        if not isinstance(node, DictConfig) or node._is_none() or node._is_missing():
-            return _ABSENT
-        if node._is_interpolation():
-            return _ABSENT
-        child = node._get_node(part, validate_access=False)
-        if child is None:
-            return _ABSENT
-        if child._is_interpolation() and i < len(parts) - 1:
-            raw = child._value()
-            return f"{raw} (then .{'.'.join(parts[i + 1:])})"
-        node = child
-    if isinstance(node, DictConfig | ListConfig):
-        if node._is_interpolation() or node._is_missing() or node._is_none():
-            return node._value()
-        return OmegaConf.to_container(node, resolve=False)
-    return node._value()  # type: ignore[union-attr]
 
 
 USAGE = """usage: verl-roles explain [--config-dir DIR] [--config-name NAME] KEY [OVERRIDES...]
@@ -443,18 +373,15 @@ main job got), followed by one line on stderr saying why; the exit code is then 
 
 example: verl-roles explain critic.megatron.tensor_model_parallel_size model_engine=megatron"""
 
+
 def parse_args(args: Sequence[str]) -> tuple[str | None, list[str], dict[str, str]]:
     """(KEY, overrides, {"config_name"|"config_dir": value}) of an explain command line; the flags may
     come anywhere, as ``--flag VALUE`` or ``--flag=VALUE``. KEY is the first argument that is a bare
     key (no ``=``)."""
     command = CommandLine.parse(args, flags=CONFIG_FLAGS)
-    for flag in command.flags:
-        if flag.spec is None:
-            raise ConfigError([Problem(key=flag.typed_name, message="is not an option of explain",
-                                       fix="see `verl-roles explain --help`")])
-        if flag.missing_value:
-            raise ConfigError([Problem(key=flag.typed_name, message="needs a value",
-                                       fix=f"write `{flag.typed_name} VALUE`")])
+    problems = command.flag_problems("explain")
+    if problems:
+        raise ConfigError(problems)
     options = {}
     if command.config_name_typed is not None:
         options["config_name"] = command.config_name_typed

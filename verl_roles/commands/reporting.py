@@ -1,4 +1,4 @@
-"""How the command-line entry points report a user mistake: one paragraph, non-zero exit, no traceback.
+"""How every command reports a user mistake: one paragraph, exit code 2, no traceback.
 
 ``--debug`` (or ``VERL_ROLES_DEBUG=1`` / ``HYDRA_FULL_ERROR=1``) shows the traceback instead.
 """
@@ -14,7 +14,7 @@ import yaml
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_roles.errors import ConfigError
+from verl_roles.errors import ConfigError, one_paragraph
 from verl_roles.notices import ConfigWarning
 
 EXIT_CONFIG_ERROR = 2
@@ -35,11 +35,6 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         print(f"verl_roles warning: {message}", file=sys.stderr)
     else:
         print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
-
-
-def one_paragraph(text: str) -> str:
-    """Fold a multi-line library message into one paragraph."""
-    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
 def report(error: BaseException) -> str:

@@ -1,7 +1,7 @@
 """Snapshots of resolved configs in ``_generated/``, for reviewing config changes as diffs.
 
 :data:`VARIANTS` is the one list of what is pinned; ``scripts/generate_trainer_config.sh`` (a thin
-wrapper over ``python -m verl_roles.snapshots``), the golden tests and CI all read it. Each snapshot
+wrapper over ``python -m verl_roles.commands.snapshots``), the golden tests and CI all read it. Each snapshot
 is a short header followed by exactly the ``resolved.yaml`` the main job writes for that variant.
 
 All snapshots are composed in one process. ``--check`` writes nothing: it compares in memory, prints
@@ -21,7 +21,8 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from verl_roles.api import compose
-from verl_roles.cli_errors import run_reporting_errors
+from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import PRIMARY_CONFIG
 from verl_roles.legacy import LEGACY_CONFIG_NAMES
@@ -208,7 +209,7 @@ def check(
             print(diff)
     extras = extra_files(generated_dir, variants)
     for path in extras:
-        print(f"stale: {GENERATED_DIR}/{path.name} is not in VARIANTS (verl_roles/snapshots.py)")
+        print(f"stale: {GENERATED_DIR}/{path.name} is not in VARIANTS (verl_roles/commands/snapshots.py)")
     if stale or extras:
         print(
             f"{stale + len(extras)} snapshot file(s) in {GENERATED_DIR}/ are stale. "
@@ -242,8 +243,6 @@ def generate(
 
 def _check_checkout(root: Path) -> None:
     """Refuse to write one checkout's snapshots from another checkout's config tree."""
-    from verl_roles.hydra_context import CONF_DIR
-
     if Path(CONF_DIR).resolve() != (root / "conf").resolve():
         raise ConfigError(
             [
@@ -257,7 +256,7 @@ def _check_checkout(root: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m verl_roles.snapshots [--check] [--root DIR]``, run by the generator script."""
+    """``python -m verl_roles.commands.snapshots [--check] [--root DIR]``, run by the generator script."""
     parser = argparse.ArgumentParser(
         prog=SCRIPT,
         description=f"Regenerate the resolved-config snapshots in {GENERATED_DIR}/ from conf/.",

@@ -13,8 +13,8 @@ import re
 import shlex
 import sys
 
-from verl_roles.cli_errors import run_reporting_errors
 from verl_roles.cmdline import CONFIG_NAME, CommandLine, Flag
+from verl_roles.commands.reporting import run_reporting_errors
 from verl_roles.legacy import LEGACY_CONFIG_NAMES, translate_command
 
 USAGE = """usage: verl-roles migrate [ARGS...]

@@ -20,88 +20,64 @@ mode, then for the run); both use one defaults list unless a group is left at ``
 where the two modes differ.
 
 Everything else (override parsing, applying value overrides, Hydra's errors and warnings) is Hydra's
-code, so the result is the config Hydra composes. ``compose_raw`` uses one private loader and never
-touches ``GlobalHydra``; :func:`memoized_hydra_main` makes ``@hydra.main`` (and the launchers, which
-call the same loader for every job of a sweep) use it too.
+code, so the result is the config Hydra composes. :func:`compose_raw` uses one private loader per
+search path and never touches ``GlobalHydra``; the main job (:mod:`verl_roles.hydra_adapter.app`)
+hands the same loader class to Hydra, so the launchers, which call it for every job of a sweep, get
+the caches too. :class:`SweepConfigLoader` is the part of it a sweep needs: a job whose overrides do
+not compose fails alone.
+
+Also here, for the commands that look inside a composition: the files of the defaults list at their
+package (:func:`defaults_layers`, for ``verl-roles explain``), the key paths of a composition
+(:func:`composed_key_paths`, for "did you mean"), and the shipped config of an engine
+(:func:`stock_config`, which the legacy step compares a config file's values with).
 """
 
 from __future__ import annotations
 
 import copy
-import io
 import os
 import pickle
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 import yaml
-from hydra import initialize_config_dir
 from hydra import version as hydra_version
-from hydra._internal import config_loader_impl, defaults_list
-from hydra._internal import hydra as hydra_internal
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal import config_loader_impl
+from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
 from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
 from hydra._internal.core_plugins.file_config_source import FileConfigSource
 from hydra._internal.core_plugins.importlib_resources_config_source import ImportlibResourcesConfigSource
 from hydra._internal.defaults_list import DefaultsList
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
-from hydra.core.default_element import InputDefault, ResultDefault
-from hydra.core.global_hydra import GlobalHydra
+from hydra.core.default_element import ResultDefault
 from hydra.core.override_parser.types import Override
 from hydra.core.plugins import Plugins
-from hydra.core.utils import JobRuntime, setup_globals
+from hydra.core.utils import setup_globals
 from hydra.errors import HydraException
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.types import RunMode
 from hydra.version import VersionBase
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
-from omegaconf._utils import get_yaml_loader
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles.cmdline import hydra_parse
 from verl_roles.config_tree import CONF_DIR
+from verl_roles.errors import one_paragraph
+from verl_roles.hydra_adapter.nodes import key_paths
+from verl_roles.hydra_adapter.yaml_dialect import load_yaml
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, PRIMARY_CONFIG
 
 # Set VERL_ROLES_NO_CACHE=1 to compose exactly as stock Hydra does (for benchmarks and bisecting).
 NO_CACHE_ENV = "VERL_ROLES_NO_CACHE"
 
 
-# --- YAML -----------------------------------------------------------------------------------------
-
-_OMEGACONF_LOADER = get_yaml_loader()
-
-
-class _YamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """OmegaConf's YAML dialect on PyYAML's C parser: the same float rule, no timestamps, and an
-    error for a duplicate key (what ``OmegaConf.load`` does, only faster)."""
-
-    yaml_implicit_resolvers = _OMEGACONF_LOADER.yaml_implicit_resolvers
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
-        seen: set[str] = set()
-        for key_node, _ in node.value:
-            if key_node.tag != yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG:
-                continue
-            if key_node.value in seen:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark,
-                    f"found duplicate key {key_node.value}", key_node.start_mark,
-                )
-            seen.add(key_node.value)
-        return super().construct_mapping(node, deep=deep)
-
-
-def load_yaml(text: str, name: str = "<unicode string>") -> DictConfig | ListConfig:
-    """``OmegaConf.load`` of ``text`` on the C parser; ``name`` (the file) is what YAML errors cite."""
-    stream = io.StringIO(text)
-    stream.name = name
-    obj = yaml.load(stream, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
-    if obj is not None and not isinstance(obj, (list, dict, str)):
-        raise OSError(f"Invalid loaded object type: {type(obj).__name__}")
-    return OmegaConf.create() if obj is None else OmegaConf.create(obj)
+# --- config sources reading with the one YAML loader -----------------------------------------
 
 
 class _PackageSource(ImportlibResourcesConfigSource):
@@ -269,7 +245,10 @@ class _CallRepository(CachingConfigRepository):
 
 
 _HYDRA_CREATE_DEFAULTS_LIST = config_loader_impl.create_defaults_list
-_HYDRA_CHECK_NOT_MISSING = defaults_list._check_not_missing
+
+# A group whose option is `???`, as Hydra records it among the choices when it skips the group.
+_MISSING_CHOICE = "???"
+
 
 def _memoized_create_defaults_list(
     repo: Any,
@@ -305,46 +284,16 @@ def _memoized_create_defaults_list(
     keys = [(*inputs, "either"), (*inputs, skip_missing)]
     memo = next((cache.defaults[key] for key in keys if key in cache.defaults), None)
     if memo is None:
-        memo = _computed_defaults_list(repo, cache, keys, group_overrides, skip_missing)
+        memo = _HYDRA_CREATE_DEFAULTS_LIST(repo, config_name, group_overrides, prepend_hydra, skip_missing)
+        # A group left at `???` was skipped: the list is only right in this mode.
+        skipped = _MISSING_CHOICE in memo.overrides.known_choices.values()
+        cache.defaults[keys[1] if skipped else keys[0]] = memo
     return DefaultsList(
         defaults=memo.defaults,
         config_overrides=value_overrides,
         defaults_tree=memo.defaults_tree,
         overrides=memo.overrides,
     )
-
-
-def _computed_defaults_list(
-    repo: Any,
-    cache: _SourcesCache,
-    keys: list[tuple[Any, ...]],
-    group_overrides: list[Override],
-    skip_missing: bool,
-) -> DefaultsList:
-    config_name, _, prepend_hydra, _ = keys[0]
-    skipped: list[InputDefault] = []
-
-    def check_not_missing(repo: Any, default: InputDefault, skip_missing: bool) -> bool:
-        missing = _HYDRA_CHECK_NOT_MISSING(repo=repo, default=default, skip_missing=skip_missing)
-        if missing:
-            skipped.append(default)
-        return missing
-
-    def compute() -> DefaultsList:
-        # Swapped for this call only; _SWAP_LOCK is held for the whole composition.
-        skipped.clear()
-        defaults_list._check_not_missing = check_not_missing
-        try:
-            return _HYDRA_CREATE_DEFAULTS_LIST(
-                repo, config_name, group_overrides, prepend_hydra, skip_missing
-            )
-        finally:
-            defaults_list._check_not_missing = _HYDRA_CHECK_NOT_MISSING
-
-    memo = compute()
-    # A group left at ``???`` was skipped: the list is only right in this mode.
-    cache.defaults[keys[1] if skipped else keys[0]] = memo
-    return memo
 
 
 _SWAP_LOCK = threading.RLock()
@@ -370,33 +319,100 @@ def _defaults_key(defaults: Sequence[ResultDefault]) -> tuple[tuple[Any, ...], .
     return tuple((d.config_path, d.package, d.is_self, d.primary) for d in defaults)
 
 
+# The one key of the placeholder config of a sweep job whose overrides do not compose.
+FAILED_JOB_KEY = "_verl_roles_composition_error_"
+
+# How a caller words the error of a sweep job that does not compose:
+# (error, the sweep's master config, the job's task overrides) -> one paragraph.
+DescribeFailure = Callable[[BaseException, DictConfig, list[str]], str]
+
+
+def _plain_failure(error: BaseException, master_config: DictConfig, overrides: list[str]) -> str:
+    return one_paragraph(str(error))
+
+
 class SweepConfigLoader(ConfigLoaderImpl):
     """Hydra's ``ConfigLoaderImpl``, except that one sweep job whose overrides do not compose fails
-    alone: the launcher gets a placeholder config for it (see :func:`verl_roles.sweep.failed_job_config`)
-    instead of an exception that would end the whole sweep."""
+    alone: the launcher gets a placeholder config for it (:func:`failed_job_config`, the error worded
+    by ``describe_failure``) instead of an exception that would end the whole sweep. It also keeps
+    the sweep directory of the multirun it composed (:attr:`sweep_dir`)."""
 
-    def load_configuration(self, *args: Any, **kwargs: Any) -> DictConfig:
-        """Hydra's composition, with :class:`verl_roles.sweep.SweepSummary` among the Hydra callbacks."""
-        cfg = super().load_configuration(*args, **kwargs)
-        from verl_roles.sweep import register_callback
+    def __init__(
+        self, config_search_path: ConfigSearchPath, describe_failure: DescribeFailure = _plain_failure
+    ) -> None:
+        super().__init__(config_search_path=config_search_path)
+        self.describe_failure = describe_failure
+        self.sweep_dir: str | None = None
 
-        register_callback(cfg)
+    def load_configuration(
+        self,
+        config_name: str | None,
+        overrides: list[str],
+        run_mode: RunMode,
+        from_shell: bool = True,
+        validate_sweep_overrides: bool = True,
+    ) -> DictConfig:
+        cfg = super().load_configuration(
+            config_name, overrides, run_mode, from_shell, validate_sweep_overrides
+        )
+        if run_mode == RunMode.MULTIRUN and validate_sweep_overrides:
+            # The master config of a multirun (Hydra's look at the run mode does not validate sweeps).
+            # Resolving the directory now caches `${now:...}` in this config, so the launcher, the
+            # callbacks and this value agree.
+            try:
+                self.sweep_dir = str(cfg.hydra.sweep.dir)
+            except OmegaConfBaseException:
+                self.sweep_dir = None  # Hydra reports it when the launcher resolves the directory
         return cfg
 
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
         try:
             return super().load_sweep_config(master_config, sweep_overrides)
         except (HydraException, OmegaConfBaseException, yaml.YAMLError) as error:
-            from verl_roles.sweep import failed_job_config
+            task = [o for o in map(hydra_parse, sweep_overrides) if not o.is_hydra_override()]
+            texts = [str(o.input_line) for o in task]
+            message = self.describe_failure(error, master_config, texts)
+            return failed_job_config(master_config, task, message)
 
-            return failed_job_config(master_config, sweep_overrides, error)
+
+def failed_job_config(master_config: DictConfig, task: Sequence[Override], message: str) -> DictConfig:
+    """A placeholder config for a sweep job whose overrides do not compose.
+
+    It carries the sweep's Hydra settings (so the launcher gives the job its directory and number as
+    usual), the job's overrides, and ``message``; the main job sees :data:`FAILED_JOB_KEY` and reports
+    the job as failed instead of running it.
+    """
+    cfg = copy.deepcopy(master_config)
+    with read_write(cfg), open_dict(cfg):
+        for key in [k for k in cfg if k != "hydra"]:
+            del cfg[key]
+        cfg[FAILED_JOB_KEY] = " ".join(message.split())
+        dirname = cfg.hydra.job.config.override_dirname
+        cfg.hydra.overrides.task = [str(o.input_line) for o in task]
+        cfg.hydra.job.override_dirname = get_overrides_dirname(
+            overrides=list(task),
+            kv_sep=dirname.kv_sep,
+            item_sep=dirname.item_sep,
+            exclude_keys=dirname.exclude_keys,
+        )
+    OmegaConf.copy_cache(from_config=master_config, to_config=cfg)
+    return cfg
+
+
+def composition_error(cfg: DictConfig) -> str | None:
+    """The error of a placeholder job made by :func:`failed_job_config`, else None."""
+    if FAILED_JOB_KEY in cfg and len(cfg) == 1:
+        return str(cfg[FAILED_JOB_KEY])
+    return None
 
 
 class MemoizingConfigLoader(SweepConfigLoader):
     """Hydra's ``ConfigLoaderImpl`` with the file cache and the two memos."""
 
-    def __init__(self, config_search_path: ConfigSearchPath) -> None:
-        super().__init__(config_search_path=config_search_path)
+    def __init__(
+        self, config_search_path: ConfigSearchPath, describe_failure: DescribeFailure = _plain_failure
+    ) -> None:
+        super().__init__(config_search_path, describe_failure)
         self.repository = _CachedRepository(config_search_path=config_search_path)
 
     def _load_configuration_impl(self, *args: Any, **kwargs: Any) -> DictConfig:
@@ -450,7 +466,8 @@ def _caching_enabled() -> bool:
     return os.environ.get(NO_CACHE_ENV, "") in ("", "0")
 
 
-def _loader_class() -> type[ConfigLoaderImpl]:
+def loader_class() -> type[SweepConfigLoader]:
+    """:class:`MemoizingConfigLoader`, or Hydra's own composition when ``VERL_ROLES_NO_CACHE=1``."""
     return MemoizingConfigLoader if _caching_enabled() else SweepConfigLoader
 
 
@@ -471,18 +488,18 @@ def search_path(config_dir: str | None = None) -> ConfigSearchPath:
 
 
 def _private_loader(config_dir: str | None) -> ConfigLoaderImpl:
-    loader_class = _loader_class()
-    key = (loader_class, config_dir)
+    kind = loader_class()
+    key = (kind, config_dir)
     loader = _LOADERS.get(key)
     if loader is None:
         Plugins.instance()  # discovers the config sources, as Hydra does on start-up
         setup_globals()  # Hydra's resolvers (now, hydra, python_version), as in any Hydra app
-        loader = _LOADERS[key] = loader_class(config_search_path=search_path(config_dir))
+        loader = _LOADERS[key] = kind(search_path(config_dir))
     return loader
 
 
 @contextmanager
-def _version_base_1_3() -> Iterator[None]:
+def version_base_1_3() -> Iterator[None]:
     """Hydra's behaviour for ``version_base=None`` during one call; the caller's setting is put back."""
     version_base = VersionBase.instance()
     saved = version_base.version_base
@@ -506,7 +523,7 @@ def compose_with_choices(
     config_name: str, overrides: Sequence[str], config_dir: str | None = None
 ) -> tuple[DictConfig, dict[str, str | None]]:
     """:func:`compose_raw`, and the option chosen for each config group (``hydra.runtime.choices``)."""
-    with _COMPOSE_LOCK, _version_base_1_3():
+    with _COMPOSE_LOCK, version_base_1_3():
         cfg = _private_loader(config_dir).load_configuration(
             config_name=config_name, overrides=list(overrides), run_mode=RunMode.RUN, from_shell=False
         )
@@ -516,52 +533,56 @@ def compose_with_choices(
     return cfg, {str(k): v for k, v in choices.items() if not str(k).startswith("hydra/")}
 
 
-@contextmanager
-def isolated_hydra() -> Iterator[None]:
-    """Initialise a stock GlobalHydra on our config tree, and put back the caller's afterwards.
+@lru_cache(maxsize=4)
+def stock_config(engine: str) -> DictConfig:
+    """Our own config for ``engine`` with no user input (unresolved; shared: read it, never change it).
 
-    For the few callers that need Hydra's global API (e.g. ``config_loader().compute_defaults_list``
-    to word an error); composition itself goes through :func:`compose_raw`.
+    Composed when asked (the legacy step asks only when a config file uses a legacy key), once per
+    engine per process.
     """
-    global_hydra = GlobalHydra.instance()
-    saved = global_hydra.hydra if global_hydra.is_initialized() else None
-    # Initialising Hydra also renames the running job ("app"), which names a sweep job's log file.
-    saved_job_name = JobRuntime.instance().get("name")
-    global_hydra.clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-            yield
-    finally:
-        GlobalHydra.instance().clear()
-        if saved is not None:
-            GlobalHydra.instance().initialize(saved)
-        JobRuntime.instance().set("name", saved_job_name)
+    return compose_raw(PRIMARY_CONFIG, [f"{ENGINE_KEY}={engine}"])
 
 
-@contextmanager
-def memoized_hydra_main() -> Iterator[None]:
-    """Let ``@hydra.main`` apps started inside this block compose through :class:`MemoizingConfigLoader`
-    (:class:`SweepConfigLoader` when ``VERL_ROLES_NO_CACHE=1``).
+@lru_cache(maxsize=16)
+def composed_key_paths(
+    config_name: str, overrides: tuple[str, ...], config_dir: str | None
+) -> frozenset[str]:
+    """Every key path of the composition (plus ``model_engine=<value>``); empty if it fails too.
 
-    Hydra builds its loader in ``Hydra.create_main_hydra2``; the launchers reuse that loader for every
-    job of a sweep (and pickle it to their worker processes), so each job after the first gets the
-    cached files and composition.
+    For wording "did you mean" on the error path. Cached: a long-lived process (a notebook, the test
+    suite) asks for the same few compositions again and again, and the answer only words a suggestion.
     """
-    saved = hydra_internal.ConfigLoaderImpl
-    hydra_internal.ConfigLoaderImpl = _loader_class()
     try:
-        yield
-    finally:
-        hydra_internal.ConfigLoaderImpl = saved
+        cfg = compose_raw(config_name, list(overrides), config_dir)
+    except Exception:  # noqa: BLE001 - best effort: without a key set we just give no suggestion
+        return frozenset()
+    return frozenset([*key_paths(cfg), f"{ENGINE_KEY}={cfg.get(ENGINE_KEY, DEFAULT_ENGINE)}"])
 
 
-__all__ = [
-    "CONF_DIR",
-    "MemoizingConfigLoader",
-    "SweepConfigLoader",
-    "clear_caches",
-    "compose_raw",
-    "isolated_hydra",
-    "load_yaml",
-    "memoized_hydra_main",
-]
+@dataclass(frozen=True)
+class LoadedDefault:
+    """One file of a composition's defaults list, as Hydra loads it: its config path (``role/critic/
+    default``), the package it is mounted at, the search-path entry it came from, and its content at
+    that package."""
+
+    config_path: str
+    package: str | None
+    source: str
+    config: DictConfig
+
+
+def defaults_layers(
+    config_name: str, overrides: Sequence[str], config_dir: str | None
+) -> list[LoadedDefault]:
+    """Every config file of the defaults list (Hydra's own excepted), in merge order."""
+    loader = ConfigLoaderImpl(config_search_path=search_path(config_dir))
+    with version_base_1_3():
+        _, repo = loader._parse_overrides_and_create_caching_repo(config_name, list(overrides))
+        defaults = loader.compute_defaults_list(config_name, list(overrides), RunMode.RUN)
+        layers = []
+        for default in defaults.defaults:
+            if default.config_path is None or default.config_path.startswith("hydra/"):
+                continue
+            loaded = loader._load_single_config(default=default, repo=repo)
+            layers.append(LoadedDefault(default.config_path, default.package, loaded.path, loaded.config))
+    return layers

@@ -6,20 +6,18 @@ config (:func:`failed_job_config`) that the main job reports as failed.
 
 Jobs may run in this process (Hydra's basic launcher), in worker processes (``hydra/launcher=joblib``)
 or on other machines (``hydra/launcher=submitit_slurm``), so the status travels through files:
-:class:`SweepSummary`, a Hydra callback, writes each job's outcome to
-``<sweep dir>/.verl_roles_jobs/<num>.json`` from ``on_job_end`` (which runs wherever the job ran),
-and at the end of the multirun, in the launching process, gathers them into
-``<sweep dir>/sweep_summary.csv``.
+:class:`SweepSummary`, a Hydra callback declared in ``conf/ppo_trainer.yaml`` (``hydra.callbacks``),
+writes each job's outcome to ``<sweep dir>/.verl_roles_jobs/<num>.json`` from ``on_job_end`` (which runs
+wherever the job ran), and at the end of the multirun, in the launching process, gathers them into
+``<sweep dir>/sweep_summary.csv``, which the main job reads for its exit code (:func:`read_records`).
 """
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
 import shutil
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -27,19 +25,14 @@ from typing import Any
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf
 
+from verl_roles.hydra_adapter.app import job_outcome
 from verl_roles.output import write_atomic
 
 SUMMARY_FILE = "sweep_summary.csv"
 STATUS_DIR = ".verl_roles_jobs"
 SUMMARY_COLUMNS = ("job", "overrides", "status", "error", "output_dir")
-
-# The one key of the placeholder config of a job whose overrides do not compose.
-FAILED_JOB_KEY = "_verl_roles_composition_error_"
-
-# The name of the callback under hydra.callbacks.
-CALLBACK_NAME = "verl_roles_sweep_summary"
 
 
 def task_overrides(hydra_cfg: DictConfig) -> list[str]:
@@ -80,22 +73,12 @@ class Summary:
         return tuple(r for r in self.records if r.status != "ok")
 
 
-# The summary of the last multirun finished in this process (read by verl_roles.main for its exit code).
-_LAST: list[Summary] = []
-
-
-def take_last_summary() -> Summary | None:
-    """The summary of the multirun that just ended in this process, once."""
-    return _LAST.pop() if _LAST else None
-
-
 class SweepSummary(Callback):
     """Hydra callback: job statuses to files, and ``sweep_summary.csv`` when the multirun ends."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         status_dir = Path(str(config.hydra.sweep.dir)) / STATUS_DIR
         shutil.rmtree(status_dir, ignore_errors=True)
-        _LAST.clear()
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         if config.hydra.get("mode") != RunMode.MULTIRUN:
@@ -106,19 +89,19 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         summary = write_summary(Path(str(config.hydra.sweep.dir)))
-        _LAST[:] = [summary]
         total, bad = len(summary.records), len(summary.failures)
         print(f"verl_roles: sweep of {total} jobs: {total - bad} ok, {bad} failed; summary in {summary.path}")
 
 
 def _record(config: DictConfig, job_return: JobReturn) -> JobRecord:
     outcome: dict[str, str]
-    if job_return.status == JobStatus.COMPLETED and isinstance(job_return._return_value, dict):
-        outcome = job_return._return_value
+    value = job_outcome(job_return)
+    if job_return.status == JobStatus.COMPLETED and isinstance(value, dict):
+        outcome = value
     elif job_return.status == JobStatus.COMPLETED:
         outcome = ok()
     else:
-        outcome = failed(f"{type(job_return._return_value).__name__}: {job_return._return_value}")
+        outcome = failed(f"{type(value).__name__}: {value}")
     return JobRecord(
         job=int(config.hydra.job.num),
         overrides=" ".join(task_overrides(config.hydra)),
@@ -126,16 +109,6 @@ def _record(config: DictConfig, job_return: JobReturn) -> JobRecord:
         error=outcome.get("error", ""),
         output_dir=str(config.hydra.runtime.output_dir),
     )
-
-
-def register_callback(cfg: DictConfig) -> None:
-    """Add :class:`SweepSummary` to ``hydra.callbacks`` of a composed config (Hydra instantiates the
-    callbacks from there). The main job's config loader calls this on every composition."""
-    if "hydra" not in cfg:
-        return
-    with read_write(cfg.hydra), open_dict(cfg.hydra):
-        if CALLBACK_NAME not in cfg.hydra.callbacks:
-            cfg.hydra.callbacks[CALLBACK_NAME] = {"_target_": f"{__name__}.{SweepSummary.__name__}"}
 
 
 def write_summary(sweep_dir: Path) -> Summary:
@@ -162,48 +135,13 @@ def read_summary(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def failed_job_config(
-    master_config: DictConfig, overrides: Sequence[str], error: BaseException
-) -> DictConfig:
-    """A placeholder config for a sweep job whose overrides do not compose.
-
-    It carries the sweep's Hydra settings (so the launcher gives the job its directory and number as
-    usual), the job's overrides, and the error worded as the CLI words it; the main job sees
-    :data:`FAILED_JOB_KEY` and reports the job as failed instead of running it.
-    """
-    from hydra._internal.config_loader_impl import get_overrides_dirname
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from verl_roles.cli_errors import report
-    from verl_roles.cmdline import CommandLine
-    from verl_roles.hydra_errors import translate
-
-    task = [o for o in OverridesParser.create().parse_overrides(list(overrides)) if not o.is_hydra_override()]
-    config_name = str(master_config.hydra.job.config_name)
-    command = CommandLine.of([str(o.input_line) for o in task], config_name=config_name)
-    message = report(translate(error, command))
-    cfg = copy.deepcopy(master_config)
-    with read_write(cfg), open_dict(cfg):
-        for key in [k for k in cfg if k != "hydra"]:
-            del cfg[key]
-        cfg[FAILED_JOB_KEY] = " ".join(message.split())
-        dirname = cfg.hydra.job.config.override_dirname
-        cfg.hydra.overrides.task = [str(o.input_line) for o in task]
-        cfg.hydra.job.override_dirname = get_overrides_dirname(
-            overrides=task,
-            kv_sep=dirname.kv_sep,
-            item_sep=dirname.item_sep,
-            exclude_keys=dirname.exclude_keys,
-        )
-    OmegaConf.copy_cache(from_config=master_config, to_config=cfg)
-    return cfg
-
-
-def composition_error(cfg: DictConfig) -> str | None:
-    """The error of a placeholder job made by :func:`failed_job_config`, else None."""
-    if FAILED_JOB_KEY in cfg and len(cfg) == 1:
-        return str(cfg[FAILED_JOB_KEY])
-    return None
+def read_records(sweep_dir: Path) -> Summary | None:
+    """The summary the callback wrote into ``sweep_dir``, or None when there is none."""
+    path = sweep_dir / SUMMARY_FILE
+    if not path.is_file():
+        return None
+    records = tuple(JobRecord(**{**row, "job": int(row["job"])}) for row in read_summary(path))
+    return Summary(path=path, records=records)
 
 
 def sweep_error_text(summary: Summary) -> str:

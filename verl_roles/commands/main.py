@@ -1,0 +1,134 @@
+"""The main job: ``python -m verl_roles.main [hydra overrides]``.
+
+A Hydra app (so ``--cfg job``, ``--resolve``, ``--info defaults``, ``--config-dir`` and ``-m`` behave as
+in any Hydra app; :func:`verl_roles.hydra_adapter.app.run_app`). Each job composes, validates and
+resolves the config, prints a per-role summary and writes ``resolved.yaml`` and ``roles/<role>.yaml``
+into Hydra's output directory.
+
+A job never ends the invocation with an exception inside Hydra (Hydra would print its own report): a
+single run's error is kept by the job (:class:`MainJob`) and reported when Hydra returns; each job of a
+sweep returns its outcome, the sweep callback gathers them into ``sweep_summary.csv``, and the
+invocation fails at the end when any job failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from verl_roles.cmdline import EXPERIMENTAL_RERUN, CommandLine
+from verl_roles.commands import sweep
+from verl_roles.commands.reporting import report, run_reporting_errors
+from verl_roles.errors import ConfigError, Problem, VerlRolesError
+from verl_roles.hydra_adapter.app import run_app
+from verl_roles.hydra_adapter.loader import composed_key_paths, composition_error, stock_config
+from verl_roles.installation import print_shadowing_notice
+from verl_roles.layout import PRIMARY_CONFIG, ROLE_SECTIONS
+from verl_roles.legacy import read_command_line
+from verl_roles.output import write_run_files
+from verl_roles.pipeline import StepInputs, finalize
+from verl_roles.summary import summarize
+from verl_roles.wording import LIBRARY_ERRORS, raise_translated, translate
+
+
+def job_command_line(hydra_cfg: DictConfig, overrides: list[str] | None = None) -> CommandLine:
+    """The command line of one job as Hydra recorded it: its config name, the ``--config-dir`` among
+    the config sources, and its overrides (a sweep job's own values, unresolved: an override's value
+    may itself be an interpolation such as `${trainer.nnodes}`)."""
+    config_dirs = [str(s.path) for s in hydra_cfg.runtime.config_sources if s.provider == "command-line"]
+    return CommandLine.of(
+        sweep.task_overrides(hydra_cfg) if overrides is None else overrides,
+        config_name=hydra_cfg.job.config_name or PRIMARY_CONFIG,
+        config_dir=config_dirs[0] if config_dirs else None,
+    )
+
+
+def run_job(cfg: DictConfig) -> Path:
+    """Finalize one composed config and write its files; returns the output directory."""
+    hydra_cfg = HydraConfig.get()
+    choices = OmegaConf.to_container(hydra_cfg.runtime.choices, resolve=False)
+    inputs = StepInputs(job_command_line(hydra_cfg), choices, stock_config)
+    resolved = finalize(cfg, inputs)
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    write_run_files(resolved, out_dir)
+    print(summarize(resolved))
+    roles = ", ".join(f"roles/{name}.yaml" for name in ROLE_SECTIONS)
+    print(f"verl_roles: wrote resolved.yaml, {roles} to {_display(out_dir)}")
+    return out_dir
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+@dataclass
+class MainJob:
+    """The task function Hydra calls for every job of one invocation.
+
+    Returns the job's outcome (``sweep.ok()`` / ``sweep.failed(message)``) for the sweep summary; the
+    error of a single run is kept in :attr:`error` for the invocation to report.
+    """
+
+    error: BaseException | None = field(default=None)
+
+    def __call__(self, cfg: DictConfig) -> dict[str, str]:
+        not_composed = composition_error(cfg)
+        if not_composed is not None:
+            print(f"verl_roles error: {not_composed}", file=sys.stderr)
+            return sweep.failed(not_composed)
+        try:
+            run_job(cfg)
+        except (VerlRolesError, HydraException, OmegaConfBaseException) as error:
+            hydra_cfg = HydraConfig.get()
+            if hydra_cfg.mode != RunMode.MULTIRUN:
+                self.error = error
+            return sweep.failed(report(translate(error, job_command_line(hydra_cfg), composed_key_paths)))
+        return sweep.ok()
+
+
+def describe_failure(error: BaseException, master_config: DictConfig, overrides: list[str]) -> str:
+    """A sweep job whose overrides do not compose, worded as a single run with them would be."""
+    command = job_command_line(master_config.hydra, overrides)
+    return report(translate(error, command, composed_key_paths))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the main job on ``argv`` (default: the process arguments); return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    print_shadowing_notice()
+    return run_reporting_errors(lambda: _invoke(args), args)
+
+
+def _invoke(args: list[str]) -> None:
+    # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
+    # for every job of a sweep alike.
+    command = read_command_line(CommandLine.parse(args)).command
+    if command.flag(EXPERIMENTAL_RERUN) is not None:
+        raise ConfigError([Problem(
+            key="--experimental-rerun",
+            message="is not supported: Hydra's rerun unpickles a file of a previous run, and the main job "
+            "never reads pickled files",
+            fix="run the main job again with that run's overrides (its .hydra/overrides.yaml lists them)",
+        )])
+    job = MainJob()
+    try:
+        ran = run_app(job, command.argv(), describe_failure)
+    except (VerlRolesError, *LIBRARY_ERRORS) as error:
+        raise_translated(error, command, composed_key_paths)
+    if ran.sweep_dir is not None:
+        summary = sweep.read_records(Path(ran.sweep_dir))
+        if summary is not None and summary.failures:
+            raise ConfigError([Problem(key="sweep", message=sweep.sweep_error_text(summary))])
+        return
+    if job.error is not None:
+        raise_translated(job.error, command, composed_key_paths)

@@ -1,0 +1,162 @@
+"""OmegaConf's node internals, read directly where the public API is too slow or says too little.
+
+- :func:`resolve_in_place`: replace every interpolation by its value, in place. OmegaConf parses each
+  interpolation with its ANTLR grammar, which costs ~0.3 ms apiece; the full megatron config has ~180
+  of them, almost all plain references to another key (``${megatron.x}``, the per-role blocks
+  following the engine baseline). Those values are copied directly; everything else (string
+  interpolation, resolvers such as ``${oc.env:...}``, references to sections, to missing values or to
+  other interpolations it could not settle) is left to ``OmegaConf.resolve``, which therefore has
+  the last word on every value.
+- :func:`raw_at`: the value a key holds as written (an interpolation as its text), for explain and
+  the legacy step; :func:`key_paths`: every key of a composition (did-you-mean);
+  :func:`missing_keys`: every ``???`` (run on each composition, so it reads the node contents).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from omegaconf import Container, DictConfig, ListConfig, Node, OmegaConf, ValueNode
+from omegaconf.errors import OmegaConfBaseException
+
+# ${a.b.c}: an absolute key path of plain names, nothing else.
+_PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\}")
+
+
+def resolve_in_place(cfg: DictConfig) -> DictConfig:
+    """Resolve every interpolation of ``cfg`` in place and return it."""
+    pending: dict[int, Container] = {}
+    _copy_plain_references(cfg, cfg, pending)
+    try:
+        for container in pending.values():
+            OmegaConf.resolve(container)
+    except OmegaConfBaseException:
+        # OmegaConf.resolve does not say which key failed; to_container does, so let it raise.
+        OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+        raise
+    return cfg
+
+
+def _copy_plain_references(root: DictConfig, container: Container, pending: dict[int, Container]) -> None:
+    """Settle the plain references under ``container``; note the containers holding any other kind."""
+    for key in _keys(container):
+        node = container._get_node(key, validate_access=False)
+        if isinstance(node, Container):
+            if node._is_interpolation():
+                pending[id(container)] = container
+            elif not (node._is_missing() or node._is_none()):
+                _copy_plain_references(root, node, pending)
+        elif isinstance(node, ValueNode) and not _settle(root, node, set()):
+            pending[id(container)] = container
+
+
+def _keys(container: Container) -> Any:
+    if isinstance(container, DictConfig):
+        return list(container.keys())
+    if isinstance(container, ListConfig):
+        return range(len(container))
+    return ()
+
+
+def _settle(root: DictConfig, node: ValueNode, busy: set[int]) -> bool:
+    """Give ``node`` its value if it is a plain reference to a plain value; True when it holds a value."""
+    if not node._is_interpolation():
+        return True
+    match = _PLAIN_REFERENCE.fullmatch(str(node._value()))
+    if match is None or id(node) in busy:
+        return False
+    target = _lookup(root, match.group(1))
+    if not isinstance(target, ValueNode) or target is node:
+        return False
+    busy.add(id(node))
+    try:
+        if not _settle(root, target, busy):
+            return False
+    finally:
+        busy.discard(id(node))
+    if target._is_missing():
+        return False
+    node._set_value(target._value())
+    return True
+
+
+def _lookup(root: DictConfig, path: str) -> Node | None:
+    node: Node | None = root
+    for part in path.split("."):
+        if not isinstance(node, DictConfig) or _is_special(node):
+            return None
+        node = node._get_node(part, validate_access=False, throw_on_missing_key=False)
+    return node
+
+
+def _is_special(node: Node) -> bool:
+    return node._is_missing() or node._is_none() or node._is_interpolation()
+
+
+# --- raw values and key paths ---------------------------------------------------------------------
+
+
+class _Absent:
+    """What :func:`raw_at` returns for a key the config does not hold."""
+
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+ABSENT: Any = _Absent()
+
+
+def raw_at(cfg: DictConfig, key: str) -> object:
+    """The raw value at the dotted ``key`` (interpolations as written; a section as a plain dict), or
+    :data:`ABSENT`.
+
+    A section set to an interpolation (``mtp: ${actor_rollout_ref.model.mtp}``) is reported at the
+    section: the raw value of ``...mtp.enable`` is then the interpolation of ``...mtp`` plus the rest.
+    """
+    node: object = cfg
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        if not isinstance(node, DictConfig) or _is_special(node):
+            return ABSENT
+        child = node._get_node(part, validate_access=False)
+        if child is None:
+            return ABSENT
+        if child._is_interpolation() and i < len(parts) - 1:
+            return f"{child._value()} (then .{'.'.join(parts[i + 1:])})"
+        node = child
+    if isinstance(node, DictConfig | ListConfig):
+        if _is_special(node):
+            return node._value()
+        return OmegaConf.to_container(node, resolve=False)
+    return node._value()  # type: ignore[union-attr]
+
+
+def key_paths(cfg: DictConfig, prefix: str = "") -> Iterator[str]:
+    """Every key path of ``cfg``, sections and leaves (a section's interpolation is not followed)."""
+    for key in cfg:
+        path = f"{prefix}{key}"
+        yield path
+        node = cfg._get_node(key)
+        if isinstance(node, DictConfig) and not node._is_missing() and not node._is_interpolation():
+            yield from key_paths(node, path + ".")
+
+
+def missing_keys(node: DictConfig, prefix: str = "") -> Iterator[str]:
+    """Every key left at ``???``.
+
+    Reads the node contents directly (this walks every key on every composition): a container's
+    ``_content`` is its children, or a string for ``???`` and interpolations; a leaf's ``_val`` is its
+    raw value.
+    """
+    for key, child in node.__dict__["_content"].items():
+        path = f"{prefix}{key}"
+        if isinstance(child, DictConfig | ListConfig):
+            content = child.__dict__["_content"]
+            if content == "???":
+                yield path
+            elif isinstance(child, DictConfig) and isinstance(content, dict):
+                yield from missing_keys(child, path + ".")
+        elif child._val == "???":
+            yield path

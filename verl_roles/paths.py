@@ -1,0 +1,56 @@
+"""Dotted key paths in a config: the one helper to read, set and delete a key and to walk the leaves.
+
+Paths are Hydra's: dot-separated names, a list item by its index (``optim.betas.0``). On an OmegaConf
+config they are ``OmegaConf.select`` / ``OmegaConf.update``; on plain containers (a config turned into
+dicts and lists) the same walk. The raw (unresolved) value at a path is
+:func:`verl_roles.hydra_adapter.nodes.raw_at`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from omegaconf import Container, OmegaConf, open_dict
+
+from verl_roles.hydra_adapter.nodes import ABSENT
+
+
+def get(node: Any, path: str, default: Any = ABSENT) -> Any:
+    """The value at ``path`` below ``node`` (resolved), or ``default`` when there is none."""
+    if isinstance(node, Container):
+        return OmegaConf.select(node, path, default=default)
+    for part in path.split("."):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return default
+    return node
+
+
+def assign(cfg: Container, path: str, value: Any, add: bool = False) -> None:
+    """Set ``path`` to ``value``; ``add`` creates a missing key even in struct mode."""
+    OmegaConf.update(cfg, path, value, merge=False, force_add=add)
+
+
+def delete(cfg: Container, path: str) -> None:
+    """Remove the key at ``path`` (its parent must exist)."""
+    parent_path, _, leaf = path.rpartition(".")
+    parent = OmegaConf.select(cfg, parent_path) if parent_path else cfg
+    with open_dict(parent):
+        del parent[leaf]
+
+
+def leaves(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every (key path, value) of a plain container; an empty mapping and any list are leaves."""
+    if isinstance(node, Mapping) and node:
+        for key, value in node.items():
+            yield from leaves(value, (*path, str(key)))
+    else:
+        yield path, node
+
+
+def dotted(path: tuple[str, ...]) -> str:
+    return ".".join(path)
