@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "migrate": ("migrate", "print the modern equivalent of a legacy command line"),
     "explain": ("explain", "a key's value and every file, role and override that set it"),
     "export-slime": ("export_slime", "a config's per-role differences as slime's per-role YAML"),
+    "show": ("show", "the config the main job runs with (its resolved.yaml), or one role or some keys of it"),
 }
 
 USAGE = "usage: verl-roles COMMAND [ARGS...]   (verl-roles COMMAND --help for a command's usage)"

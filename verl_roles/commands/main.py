@@ -26,6 +26,7 @@ from omegaconf.errors import OmegaConfBaseException
 from verl_roles.cmdline import EXPERIMENTAL_RERUN, CommandLine
 from verl_roles.commands import sweep
 from verl_roles.commands.reporting import report, run_reporting_errors
+from verl_roles.commands.show import composition_note, mark_hydra_copy, shows_composition
 from verl_roles.errors import ConfigError, Problem, VerlRolesError
 from verl_roles.hydra_adapter.app import run_app
 from verl_roles.hydra_adapter.loader import composed_key_paths, composition_error, stock_config
@@ -58,6 +59,8 @@ def run_job(cfg: DictConfig) -> Path:
     resolved = finalize(cfg, inputs)
     out_dir = Path(hydra_cfg.runtime.output_dir)
     write_run_files(resolved, out_dir)
+    if hydra_cfg.output_subdir is not None:
+        mark_hydra_copy(out_dir / str(hydra_cfg.output_subdir) / "config.yaml", out_dir / "resolved.yaml")
     print(summarize(resolved))
     roles = ", ".join(f"roles/{name}.yaml" for name in ROLE_SECTIONS)
     print(f"verl_roles: wrote resolved.yaml, {roles} to {_display(out_dir)}")
@@ -125,6 +128,8 @@ def _invoke(args: list[str]) -> None:
         ran = run_app(job, command.argv(), describe_failure)
     except (VerlRolesError, *LIBRARY_ERRORS) as error:
         raise_translated(error, command, composed_key_paths)
+    if shows_composition(command):
+        print(composition_note(command), file=sys.stderr)
     if ran.sweep_dir is not None:
         summary = sweep.read_records(Path(ran.sweep_dir))
         if summary is not None and summary.failures:

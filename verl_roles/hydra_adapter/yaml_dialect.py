@@ -10,6 +10,7 @@ quoting of strings that would read back as another type), about twice as fast.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -66,3 +67,15 @@ _Dumper.add_representer(str, OmegaConfDumper.str_representer)
 def dump(container: object) -> str:
     """``OmegaConf.to_yaml`` of a plain container: same input, byte-identical text."""
     return yaml.dump(container, Dumper=_Dumper, default_flow_style=False, allow_unicode=True, sort_keys=False)
+
+
+def dump_lines(pairs: Mapping[str, object]) -> str:
+    """One ``key: value`` line per pair, quoted as :func:`dump` quotes; a list or mapping value is
+    written on its line in flow style (``key: [a, b]``)."""
+    lines = []
+    for key, value in pairs.items():
+        style = None if isinstance(value, (list, dict)) else False
+        text = yaml.dump({key: value}, Dumper=_Dumper, default_flow_style=style, allow_unicode=True,
+                         sort_keys=False)
+        lines.append(text)
+    return "".join(lines)

@@ -1,0 +1,98 @@
+"""One truth on screen: ``verl-roles show`` prints what a run writes; Hydra's own views say they come
+before the main job's steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import assert_user_error, main_in_process, run, write
+
+from verl_roles.cli import main as cli
+
+MEGATRON = "model_engine=megatron"
+SLIME = (
+    "megatron:\n  - role: critic\n    overrides:\n      min_lr: 1e-6\n      lr_decay_style: cosine\n"
+    "      lr_warmup_iters: 10\n"
+)
+
+
+@pytest.fixture
+def run_args(tmp_path: Path) -> list[str]:
+    """A run whose final config differs from Hydra's composition: a slime file, a legacy key and a
+    stacked role option (the steps after composing change them)."""
+    slime_file = write(tmp_path / "roles.yaml", SLIME)
+    option = "# @package critic\nmegatron:\n  param_offload: true\n"
+    write(tmp_path / "myconf/role/critic/offload.yaml", option)
+    return [
+        "--config-dir", str(tmp_path / "myconf"), MEGATRON, "role/critic=[offload]",
+        f"megatron_config_path={slime_file}", "actor_rollout_ref.model.lora_rank=8",
+    ]
+
+
+def test_show_prints_exactly_what_the_run_writes(tmp_path: Path, run_args: list[str], capsys):
+    code, _, err = main_in_process(run_args, tmp_path, capsys)
+    assert code == 0, err
+    out = tmp_path / "out"
+    assert cli(["show", *run_args]) == 0
+    assert capsys.readouterr().out == (out / "resolved.yaml").read_text()
+    assert cli(["show", "--role", "critic", *run_args]) == 0
+    shown = capsys.readouterr().out
+    assert shown == (out / "roles/critic.yaml").read_text()
+    assert "min_lr: 1.0e-06" in shown and "lr_decay_style: cosine" in shown and "lr_warmup_steps: 10" in shown
+
+
+def test_show_keys_lists_matching_keys_one_per_line(run_args: list[str], capsys):
+    assert cli(["show", "--keys", "*.optim.lr", "--keys", "critic.optim.lr_*_style", *run_args]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "actor_rollout_ref.actor.optim.lr: 1.0e-06",
+        "critic.optim.lr: 1.0e-05",
+        "critic.optim.lr_decay_style: cosine",
+        "critic.optim.lr_wsd_decay_style: exponential",
+    ]
+    # The legacy key typed as lora_rank is shown where the run writes it.
+    assert cli(["show", "--keys", "actor_rollout_ref.model.lora.r?nk", *run_args]) == 0
+    assert capsys.readouterr().out.splitlines() == ["actor_rollout_ref.model.lora.rank: 8"]
+    # Relative to --role; a section's name matches every key under it.
+    assert cli(["show", "--role", "critic", "--keys", "megatron.*offload", *run_args]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "megatron.param_offload: true",
+        "megatron.grad_offload: false",
+        "megatron.optimizer_offload: false",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "phrases"),
+    [
+        (["--role", "judge"], ["--role: 'judge' is not a role", "actor, critic, ref, rollout"]),
+        (["--keys", "nothing.*"], ["--keys nothing.*: matches no key", "verl-roles keys"]),
+        (["--keys"], ["--keys: needs a key pattern"]),
+        (["trainer.nnodes"], ["trainer.nnodes: is not an override"]),
+        (["--cfg", "job"], ["--cfg: is not an option of show"]),
+        (["trainer.nnodez=2"], ["trainer.nnodez", "did you mean `trainer.nnodes`"]),
+    ],
+    ids=["bad-role", "no-match", "keys-without-value", "bare-word", "hydra-flag", "unknown-key"],
+)
+def test_show_mistakes_are_one_paragraph(tmp_path: Path, args: list[str], phrases: list[str]):
+    assert_user_error(run(["show", *args], cwd=tmp_path, module="verl_roles.cli"), *phrases)
+
+
+def test_hydra_views_point_to_show(tmp_path: Path, run_args: list[str]):
+    result = run([*run_args, "--cfg", "job", "--resolve"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    # Hydra's view is the composition before the slime file: the critic's schedule is still the default.
+    assert "lr_decay_style: cosine" not in result.stdout.split("critic:", 1)[1]
+    notes = [line for line in result.stderr.splitlines() if line.startswith("verl_roles note:")]
+    assert len(notes) == 1, result.stderr
+    assert "before the main job reads legacy keys, applies the role options and the megatron_config_path" in (
+        notes[0]
+    )
+    show = f"`verl-roles show --config-dir {tmp_path / 'myconf'} {MEGATRON} 'role/critic=[offload]'"
+    assert show in notes[0]
+
+    code = run([*run_args, "hydra.run.dir=out"], cwd=tmp_path)
+    assert code.returncode == 0, code.stderr
+    saved = (tmp_path / "out/.hydra/config.yaml").read_text()
+    assert saved.startswith("# Hydra's composition of this run, saved by Hydra before verl_roles")
+    assert "used is ../resolved.yaml" in saved.splitlines()[2]

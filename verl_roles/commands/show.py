@@ -1,0 +1,166 @@
+"""``verl-roles show [overrides] [--role ROLE] [--keys GLOB]``: the config the main job runs with.
+
+The same steps as the main job (compose, legacy keys, roles and the slime file, resolve, validate), so
+the text is byte for byte the ``resolved.yaml`` (or ``roles/<ROLE>.yaml``) a run with these overrides
+writes. Hydra's ``--cfg job`` shows the composition before those steps; this is the one view that
+never disagrees with the files a run writes.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from verl_roles import paths
+from verl_roles.api import compose
+from verl_roles.cmdline import CFG, CONFIG_FLAGS, HELP, INFO, PACKAGE, REQUIRED, CommandLine, FlagSpec
+from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.errors import ConfigError, Problem
+from verl_roles.hydra_adapter.yaml_dialect import dump_lines
+from verl_roles.layout import ROLE_SECTIONS
+from verl_roles.output import run_files, write_atomic
+
+USAGE = """usage: verl-roles show [--role ROLE] [--keys GLOB]... [--config-name NAME] [--config-dir DIR]
+                        [overrides...]
+
+Print the config the main job runs with for these overrides: exactly the resolved.yaml it writes
+(after legacy keys, role options and the megatron_config_path slime file are applied, and after
+validation; an invalid config is reported as the main job reports it, exit code 2).
+
+  --role ROLE   only that role's section, exactly roles/ROLE.yaml (actor, critic, ref, rollout)
+  --keys GLOB   one `key: value` line per key matching GLOB (* and ? as in the shell; a section's
+                name matches every key under it); repeat it for several patterns. Keys are relative
+                to --role when given.
+
+examples:
+  verl-roles show model_engine=megatron megatron.tensor_model_parallel_size=2
+  verl-roles show --role critic model_engine=megatron megatron_config_path=roles.yaml
+  verl-roles show --keys '*.optim.lr' --keys '*.tensor_model_parallel_size' model_engine=megatron"""
+
+ROLE = FlagSpec(("--role",), REQUIRED, value_name="a role", metavar="ROLE")
+KEYS = FlagSpec(("--keys",), REQUIRED, value_name="a key pattern", metavar="GLOB")
+FLAGS: tuple[FlagSpec, ...] = (ROLE, KEYS, HELP, *CONFIG_FLAGS)
+
+
+def run(args: list[str]) -> int:
+    """The ``verl-roles show`` command."""
+    args = list(args)
+    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
+        print(USAGE)
+        return 0
+    # run_reporting_errors takes `--debug` out of this list before the action reads it.
+    return run_reporting_errors(lambda: sys.stdout.write(show(parse_args(args))), args)
+
+
+def parse_args(args: Sequence[str]) -> CommandLine:
+    command = CommandLine.parse(args, FLAGS)
+    problems = command.flag_problems("show")
+    problems += [
+        Problem(key=word.text, message="is not an override (KEY=VALUE)", fix="see `verl-roles show --help`")
+        for word in command.bare_words()
+    ]
+    role = command.flag(ROLE)
+    if role is not None and role.value is not None and role.value not in ROLE_SECTIONS:
+        problems.append(Problem(key="--role", message=f"{role.value!r} is not a role",
+                                expected="one of " + ", ".join(ROLE_SECTIONS)))
+    if problems:
+        raise ConfigError(problems)
+    return command
+
+
+def show(command: CommandLine) -> str:
+    """The text ``verl-roles show`` prints for ``command`` (flags included)."""
+    cfg = compose(command.without(ROLE).without(KEYS).texts(), command.config_name, command.config_dir)
+    role = command.flag(ROLE)
+    name = f"roles/{role.value}.yaml" if role is not None else "resolved.yaml"
+    patterns = [flag.value for flag in command.flags if flag.spec == KEYS and flag.value is not None]
+    if not patterns:
+        return run_files(cfg)[name]
+    container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    if role is not None:
+        container = paths.get(container, ROLE_SECTIONS[str(role.value)])
+    return matching_lines(container, patterns)
+
+
+def _leaves(node: object, prefix: str = "") -> list[tuple[str, object]]:
+    if isinstance(node, dict) and node:
+        found: list[tuple[str, object]] = []
+        for key, child in node.items():
+            found += _leaves(child, f"{prefix}{key}.")
+        return found
+    return [(prefix[:-1], node)]
+
+
+def matches(key: str, pattern: str) -> bool:
+    """``key`` matches the shell-style ``pattern``, or lies under a section that does."""
+    return fnmatchcase(key, pattern) or fnmatchcase(key, pattern + ".*")
+
+
+def matching_lines(container: object, patterns: Sequence[str]) -> str:
+    """``key: value`` per leaf matching any of ``patterns``, in config order; an error when none does."""
+    found = {key: value for key, value in _leaves(container) if any(matches(key, p) for p in patterns)}
+    if not found:
+        shown = " ".join(f"--keys {p}" for p in patterns)
+        raise ConfigError([Problem(
+            key=shown,
+            message="matches no key of the config",
+            fix="patterns use * and ? as in the shell and match the whole key, e.g. '*.optim.lr' or "
+            "'critic.megatron'; `verl-roles keys` lists every key with its comment",
+        )])
+    return dump_lines(found)
+
+
+# --- pointers from the views that come before the main job's steps --------------------------------
+
+def show_command(command: CommandLine) -> str:
+    """`verl-roles show ...` for the config ``command`` composes (its config flags and task overrides)."""
+    words = ["verl-roles", "show"]
+    for flag in command.flags:
+        if flag.spec in CONFIG_FLAGS:
+            words += flag.tokens
+    package = command.flag(PACKAGE)
+    if package is not None and package.value:
+        words += ["--keys", package.value]
+    words += [override.text for override in command.task_overrides]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def shows_composition(command: CommandLine) -> bool:
+    """True when Hydra prints the composed config (``--cfg job|all``, ``--info config|all``)."""
+    cfg = command.flag(CFG)
+    info = command.flag(INFO)
+    return (cfg is not None and cfg.value in ("job", "all")) or (
+        info is not None and info.value in ("config", "all")
+    )
+
+
+def composition_note(command: CommandLine) -> str:
+    """The one line the main job prints on stderr after Hydra's --cfg / --info view."""
+    return (
+        "verl_roles note: this is Hydra's composition, before the main job reads legacy keys, applies the "
+        "role options and the megatron_config_path slime file, and validates; the config a run uses "
+        f"(its resolved.yaml) is what `{show_command(command)}` prints."
+    )
+
+
+HYDRA_COPY_NOTE = (
+    "# Hydra's composition of this run, saved by Hydra before verl_roles read legacy keys, applied the\n"
+    "# role options and the megatron_config_path slime file, and resolved the config. The config this run\n"
+    "# used is {resolved} (`verl-roles show` with the run's overrides prints the same).\n"
+)
+
+
+def mark_hydra_copy(path: Path, resolved: Path) -> None:
+    """Put :data:`HYDRA_COPY_NOTE` on top of Hydra's saved ``config.yaml`` at ``path`` (once)."""
+    if not path.is_file():
+        return
+    note = HYDRA_COPY_NOTE.format(resolved=os.path.relpath(resolved, path.parent))
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith(note):
+        write_atomic(path, note + text)
