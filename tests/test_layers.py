@@ -85,15 +85,8 @@ def private_uses(tree: ast.Module) -> list[str]:
     return found
 
 
-# schema.py walks node contents for speed; it moves onto verl_roles.hydra_adapter.nodes when the
-# schema issue (#11) lands its generated schema.
-NOT_YET_MOVED = {"verl_roles.schema"}
-
-
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith(ADAPTER)))
 def test_only_the_adapter_touches_private_hydra_and_omegaconf_api(module):
-    if module in NOT_YET_MOVED:
-        pytest.skip("listed in NOT_YET_MOVED")
     assert private_uses(trees()[module]) == []
 
 

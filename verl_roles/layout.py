@@ -1,28 +1,164 @@
-"""Where things are in the composed config: the engine switch and each role's section.
+"""Where things are in the composed config: the one table of engines, roles, sections, groups and blocks.
 
-The one table of these names; the modules that compose, check, explain or write a config read them
-here instead of spelling the paths again.
+Every module that composes, checks, explains, summarises or writes a config reads these names here
+instead of spelling them again. An engine of the ``model_engine`` group is one :class:`Engine` row
+(adding one to ``conf/model_engine/`` means adding its row; ``tests/test_layout.py`` checks that the
+table and the config tree agree); a role is one :class:`Role` row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
 # The one primary config (conf/ppo_trainer.yaml); a command line without --config-name composes it.
 PRIMARY_CONFIG = "ppo_trainer"
 
-# The top-level config group that picks the training engine for every role, its options, the
-# option of the primary config's defaults list, and the option names that are aliases of another.
+# The top-level config group that picks the training engine for every role (also the key that records
+# the choice in the composed config).
 ENGINE_KEY = "model_engine"
-ENGINES: tuple[str, ...] = ("dp", "megatron")
-DEFAULT_ENGINE = "dp"
-ENGINE_ALIASES: dict[str, str] = {"fsdp": "dp"}
 
-# Role name -> key path of its section (also the order of the per-role files a run writes).
-ROLE_SECTIONS: dict[str, str] = {
-    "actor": "actor_rollout_ref.actor",
-    "critic": "critic",
-    "ref": "actor_rollout_ref.ref",
-    "rollout": "actor_rollout_ref.rollout",
-}
+# Block names inside a model's and a role's section.
+LORA_BLOCK = "lora"
+OPTIM_BLOCK = "optim"
+
+# LoRA target-module naming families: Hugging Face (PEFT) names, or Megatron-Core layer names.
+HF_MODULE_NAMES = "hf"
+MEGATRON_MODULE_NAMES = "megatron"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One option of the ``model_engine`` group and where its settings live.
+
+    ``baseline``: the top-level section every role's block follows (``megatron.*``); ``role_block``:
+    each role's block inside its section, ``blocks`` the roles whose block has another name (the FSDP
+    critic's ``critic.fsdp``). ``summary``: (label, key in the block) printed for each role.
+    ``model_parallel``: (label, key relative to the role's section) whose product is the ranks one
+    model replica spans; with ``divides_gpus`` that product must divide the GPU count, and the train
+    batch is split over data-parallel ranks times the micro batch (verl's rules for Megatron).
+    ``topology``: keys actor and critic must share under a shared placement, ``unset_follows`` the key
+    an unset one of them means. ``lora_module_names``: the naming family of LoRA target modules.
+    ``baseline_file`` / ``optimizer_file``: the config files holding the engine's and its optimizer's
+    defaults (what slime's per-role values are compared with).
+    """
+
+    name: str
+    baseline: str
+    role_block: str
+    blocks: Mapping[str, str] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    summary: tuple[tuple[str, str], ...] = ()
+    model_parallel: tuple[tuple[str, str], ...] = ()
+    divides_gpus: bool = False
+    topology: tuple[str, ...] = ()
+    unset_follows: Mapping[str, str] = field(default_factory=dict)
+    lora_module_names: str = HF_MODULE_NAMES
+    baseline_file: str = ""
+    optimizer_file: str = ""
+
+    def block(self, role: str) -> str:
+        """The name of ``role``'s engine block inside the role's section."""
+        return self.blocks.get(role, self.role_block)
+
+
+DP = Engine(
+    name="dp",
+    baseline="fsdp",
+    role_block="fsdp_config",
+    blocks={"critic": "fsdp"},
+    aliases=("fsdp",),
+    summary=(
+        ("fsdp_size", "fsdp_size"),
+        ("ulysses_sp", "ulysses_sequence_parallel_size"),
+        ("param_offload", "param_offload"),
+    ),
+    model_parallel=(("ulysses_sequence_parallel_size", "ulysses_sequence_parallel_size"),),
+    baseline_file="engine/fsdp.yaml",
+    optimizer_file="optim/fsdp.yaml",
+)
+
+MEGATRON = Engine(
+    name="megatron",
+    baseline="megatron",
+    role_block="megatron",
+    summary=(
+        ("TP", "tensor_model_parallel_size"),
+        ("PP", "pipeline_model_parallel_size"),
+        ("VPP", "virtual_pipeline_model_parallel_size"),
+        ("CP", "context_parallel_size"),
+        ("EP", "expert_model_parallel_size"),
+        ("ETP", "expert_tensor_parallel_size"),
+        ("SP", "sequence_parallel"),
+    ),
+    model_parallel=(
+        ("TP", "megatron.tensor_model_parallel_size"),
+        ("PP", "megatron.pipeline_model_parallel_size"),
+        ("CP", "megatron.context_parallel_size"),
+    ),
+    divides_gpus=True,
+    topology=(
+        "tensor_model_parallel_size",
+        "pipeline_model_parallel_size",
+        "context_parallel_size",
+        "expert_model_parallel_size",
+        "expert_tensor_parallel_size",
+        "sequence_parallel",
+    ),
+    # Megatron uses the tensor parallel size inside experts when this is unset.
+    unset_follows={"expert_tensor_parallel_size": "tensor_model_parallel_size"},
+    lora_module_names=MEGATRON_MODULE_NAMES,
+    baseline_file="engine/megatron.yaml",
+    optimizer_file="optim/megatron.yaml",
+)
+
+# Every engine of the model_engine group, the default first.
+ENGINE_TABLE: tuple[Engine, ...] = (DP, MEGATRON)
+DEFAULT_ENGINE = ENGINE_TABLE[0].name
+ENGINES: tuple[str, ...] = tuple(engine.name for engine in ENGINE_TABLE)
+ENGINE_ALIASES: dict[str, str] = {alias: e.name for e in ENGINE_TABLE for alias in e.aliases}
+
+# The engine of slime's per-role files (their keys are Megatron's argparse names).
+SLIME_ENGINE = MEGATRON
+
+
+def engine(name: object) -> Engine:
+    """The row of the engine ``name`` (an alias gives its engine); the default engine for an unknown
+    name (validation reports that one)."""
+    text = ENGINE_ALIASES.get(str(name), str(name))
+    return next((e for e in ENGINE_TABLE if e.name == text), ENGINE_TABLE[0])
+
+
+@dataclass(frozen=True)
+class Role:
+    """A role: its section, its config group of per-role options, the model it trains, and whether it
+    has an engine block (the rollout engine has its own settings instead)."""
+
+    name: str
+    section: str
+    group: str | None = None
+    model: str | None = None
+    engine_block: bool = True
+
+
+# Every role, in the order the per-role files of a run are written.
+ROLES: tuple[Role, ...] = (
+    Role("actor", "actor_rollout_ref.actor", group="role/actor", model="actor_rollout_ref.model"),
+    Role("critic", "critic", group="role/critic", model="critic.model"),
+    Role("ref", "actor_rollout_ref.ref"),
+    Role("rollout", "actor_rollout_ref.rollout", engine_block=False),
+)
+ROLES_BY_NAME: dict[str, Role] = {role.name: role for role in ROLES}
+
+# Role name -> key path of its section.
+ROLE_SECTIONS: dict[str, str] = {role.name: role.section for role in ROLES}
+# Role name -> its config group of per-role options (the roles that have one).
+ROLE_GROUPS: dict[str, str] = {role.name: role.group for role in ROLES if role.group is not None}
+# Key paths of the models the roles train (each holds one LoRA block).
+MODEL_SECTIONS: tuple[str, ...] = tuple(role.model for role in ROLES if role.model is not None)
+LORA_SECTIONS: tuple[str, ...] = tuple(f"{model}.{LORA_BLOCK}" for model in MODEL_SECTIONS)
+# The roles slime's per-role files may name, in the order their entries are written on export.
+SLIME_ROLES: tuple[str, ...] = tuple(ROLE_GROUPS)
 
 ACTOR = ROLE_SECTIONS["actor"]
 CRITIC = ROLE_SECTIONS["critic"]

@@ -32,7 +32,15 @@ from verl_roles.cmdline import CommandLine, Override
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.hydra_adapter.nodes import ABSENT, raw_at
 from verl_roles.hydra_adapter.overrides import element_text
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, PRIMARY_CONFIG
+from verl_roles.layout import (
+    CRITIC,
+    DEFAULT_ENGINE,
+    DP,
+    ENGINE_KEY,
+    LORA_BLOCK,
+    MODEL_SECTIONS,
+    PRIMARY_CONFIG,
+)
 from verl_roles.notices import ConfigDeprecationWarning, warn
 
 Convert = Callable[[object], object]
@@ -69,14 +77,12 @@ class LegacyKey:
         return value if self.convert is None else self.convert(value)
 
 
-MODEL_SECTIONS = ("actor_rollout_ref.model", "critic.model")
-
 _LORA_REASON = "verl's flat LoRA keys are now the one structured `lora` block"
 
 # The one table of legacy key paths. Documented in the README ("Legacy keys").
 LEGACY_KEYS: tuple[LegacyKey, ...] = (
     *(
-        LegacyKey(f"{model}.{old}", f"{model}.lora.{new}", _LORA_REASON, convert)
+        LegacyKey(f"{model}.{old}", f"{model}.{LORA_BLOCK}.{new}", _LORA_REASON, convert)
         for model in MODEL_SECTIONS
         for old, new, convert in (
             ("lora_rank", "rank", None),
@@ -88,7 +94,7 @@ LEGACY_KEYS: tuple[LegacyKey, ...] = (
     ),
     LegacyKey(
         "critic.model.fsdp_config",
-        "critic.fsdp",
+        f"{CRITIC}.{DP.block('critic')}",
         "the FSDP critic's engine block sits next to its optimizer, as in current verl",
         section=True,
     ),

@@ -11,10 +11,8 @@ from collections.abc import Iterable, Iterator
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import Problem
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, LORA_SECTIONS, MEGATRON_MODULE_NAMES, Engine, engine
 from verl_roles.validate import is_int, is_number
-
-LORA_SECTIONS = ("actor_rollout_ref.model.lora", "critic.model.lora")
 
 LORA_TYPES = ("lora", "vlm_lora", "canonical_lora", "dora")
 
@@ -43,12 +41,14 @@ def _names(value: object) -> list[str]:
     return []
 
 
-def _module_problems(engine: str, key: str, value: object) -> Iterator[Problem]:
-    """A module name of the other engine: it would match nothing and LoRA would silently do nothing."""
+def _module_problems(chosen: Engine, key: str, value: object) -> Iterator[Problem]:
+    """A module name of the other naming family: it would match nothing and LoRA would silently do
+    nothing."""
     names = _names(value)
-    if engine == "megatron":
+    engine = chosen.name
+    if chosen.lora_module_names == MEGATRON_MODULE_NAMES:
         wrong = [n for n in names if n in HF_MODULES]
-        expected = f"Megatron module names under model_engine=megatron: {', '.join(MEGATRON_MODULES[:4])}"
+        expected = f"Megatron module names under model_engine={engine}: {', '.join(MEGATRON_MODULES[:4])}"
         example = "[linear_qkv,linear_proj,linear_fc1,linear_fc2]"
         other = "Hugging Face"
     else:
@@ -72,7 +72,7 @@ def _module_problems(engine: str, key: str, value: object) -> Iterator[Problem]:
         )
 
 
-def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Problem]:
+def _lora_problems(section: str, lora: DictConfig, chosen: Engine) -> Iterator[Problem]:
     # A value of the wrong type (rank 8.5, dropout "abc") is reported by the schema check; these
     # rules check what the types cannot say.
     rank = lora.get("rank")
@@ -116,13 +116,13 @@ def _lora_problems(section: str, lora: DictConfig, engine: str) -> Iterator[Prob
             fix=f"set {section}.type=lora",
         )
     for field in ("target_modules", "exclude_modules"):
-        yield from _module_problems(engine, f"{section}.{field}", lora.get(field))
+        yield from _module_problems(chosen, f"{section}.{field}", lora.get(field))
 
 
 def lora_blocks_are_valid(cfg: DictConfig) -> Iterable[Problem]:
     """Rank, alpha, dropout, type and module names of each model's LoRA block."""
-    engine = str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE))
+    chosen = engine(cfg.get(ENGINE_KEY, DEFAULT_ENGINE))
     for section in LORA_SECTIONS:
         lora = OmegaConf.select(cfg, section, default=None)
         if isinstance(lora, DictConfig):
-            yield from _lora_problems(section, lora, engine)
+            yield from _lora_problems(section, lora, chosen)

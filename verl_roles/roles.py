@@ -28,26 +28,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from verl_roles import paths, slime
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.layout import ROLE_SECTIONS
+from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, Engine, engine
 from verl_roles.notices import warn
 from verl_roles.slime import SLIME_PATH_KEY
 from verl_roles.validate import ADV_ESTIMATORS, critic_in_use
 
-# The roles that have a config group of per-role options: role name -> group name.
-ROLE_GROUPS: dict[str, str] = {"actor": "role/actor", "critic": "role/critic"}
-
 # Top-level switch of the actor/critic topology rule.
 TOPOLOGY_SETTING = "actor_critic_same_topology"
-
-# Megatron parallel settings that must agree between actor and critic when they share a placement.
-TOPOLOGY_KEYS: tuple[str, ...] = (
-    "tensor_model_parallel_size",
-    "pipeline_model_parallel_size",
-    "context_parallel_size",
-    "expert_model_parallel_size",
-    "expert_tensor_parallel_size",
-    "sequence_parallel",
-)
 
 # The one command-line key under `critic` that is a switch, not a critic override.
 CRITIC_SWITCH = "critic.enable"
@@ -188,14 +175,14 @@ def _read_slime(cfg: DictConfig, path: Any) -> list[slime.RoleEntry]:
                 )
             ]
         )
-    if cfg.model_engine != "megatron":
+    if engine(cfg.get(ENGINE_KEY)) != SLIME_ENGINE:
         raise ConfigError(
             [
                 Problem(
                     key=SLIME_PATH_KEY,
                     message="a slime per-role file holds Megatron settings, but "
-                    f"model_engine={cfg.model_engine}",
-                    fix=f"add model_engine=megatron, or drop {SLIME_PATH_KEY}",
+                    f"{ENGINE_KEY}={cfg.get(ENGINE_KEY)}",
+                    fix=f"add {ENGINE_KEY}={SLIME_ENGINE.name}, or drop {SLIME_PATH_KEY}",
                 )
             ]
         )
@@ -312,42 +299,41 @@ def _critic_override_problems(
             )
 
 
-def _effective(block: DictConfig, key: str) -> Any:
+def _effective(block: DictConfig, key: str, chosen: Engine) -> Any:
     value = block.get(key)
-    if key == "expert_tensor_parallel_size" and value is None:
-        # Megatron uses the tensor parallel size inside experts when this is unset.
-        return block.get("tensor_model_parallel_size")
-    return value
+    follows = chosen.unset_follows.get(key)
+    return block.get(follows) if value is None and follows is not None else value
 
 
 def actor_and_critic_share_topology(cfg: DictConfig) -> Iterable[Problem]:
     """PPO with a shared placement (``actor_critic_same_topology: true``, the default): the actor and the
-    critic must use the same Megatron parallel topology. Megatron only; under dp the setting has no
-    effect, because each FSDP role builds its own device mesh (Ulysses sizes may differ)."""
+    critic must use the same parallel topology (the engine's ``topology`` keys: Megatron's). Under dp
+    the setting has no effect, because each FSDP role builds its own device mesh (Ulysses sizes may
+    differ)."""
     setting = cfg.get(TOPOLOGY_SETTING, True)
+    chosen = engine(cfg.get(ENGINE_KEY))
     # A value that is not a boolean is reported by the schema check.
-    if setting is not True or cfg.get("model_engine") != "megatron" or not critic_in_use(cfg):
+    if setting is not True or not chosen.topology or not critic_in_use(cfg):
         return
-    actor = cfg.actor_rollout_ref.actor.megatron
-    critic = cfg.critic.megatron
-    for key in TOPOLOGY_KEYS:
-        if key == "expert_tensor_parallel_size" and actor.get(key) is None and critic.get(key) is None:
-            # Unset on both sides: it follows the tensor parallel size, which is compared on its own.
+    actor_block = f"{ROLE_SECTIONS['actor']}.{chosen.block('actor')}"
+    critic_block = f"{ROLE_SECTIONS['critic']}.{chosen.block('critic')}"
+    actor, critic = OmegaConf.select(cfg, actor_block), OmegaConf.select(cfg, critic_block)
+    for key in chosen.topology:
+        if key in chosen.unset_follows and actor.get(key) is None and critic.get(key) is None:
+            # Unset on both sides: it follows another key, which is compared on its own.
             continue
-        a, c = _effective(actor, key), _effective(critic, key)
+        a, c = _effective(actor, key, chosen), _effective(critic, key, chosen)
         if a == c:
             continue
         yield Problem(
-            key=f"critic.megatron.{key}",
+            key=f"{critic_block}.{key}",
             message=(
-                f"actor and critic differ: actor_rollout_ref.actor.megatron.{key}={a}, "
-                f"critic.megatron.{key}={c}; PPO with a shared placement needs one parallel topology "
-                f"for both ({TOPOLOGY_SETTING}=true)"
+                f"actor and critic differ: {actor_block}.{key}={a}, {critic_block}.{key}={c}; PPO with a "
+                f"shared placement needs one parallel topology for both ({TOPOLOGY_SETTING}=true)"
             ),
             fix=(
-                f"give both roles the same value, e.g. megatron.{key}={a} once for every role and no "
-                f"per-role "
-                f"value, or critic.megatron.{key}={a}; or set {TOPOLOGY_SETTING}=false if your trainer "
-                "places the critic on its own GPUs"
+                f"give both roles the same value, e.g. {chosen.baseline}.{key}={a} once for every role and "
+                f"no per-role value, or {critic_block}.{key}={a}; or set {TOPOLOGY_SETTING}=false if your "
+                "trainer places the critic on its own GPUs"
             ),
         )

@@ -31,6 +31,8 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig
 
 from verl_roles.errors import Problem
+from verl_roles.hydra_adapter.nodes import ABSENT, raw_at, raw_items
+from verl_roles.layout import ENGINE_KEY
 from verl_roles.own_types import OWN_TYPES
 
 REFERENCE_FILE = Path(__file__).with_name("verl_reference.json")
@@ -81,15 +83,13 @@ _SCALAR_CHECKS: dict[str, Check] = {
 def _items(value: object) -> list[object]:
     """The elements of a list value as plain values (a nested container stays a container)."""
     if isinstance(value, ListConfig):
-        content = value.__dict__["_content"]
-        return [node if isinstance(node, DictConfig | ListConfig) else node._val for node in content]
+        return [item for _, item in raw_items(value)]
     return list(value)  # type: ignore[call-overload]
 
 
 def _values(value: object) -> list[object]:
     if isinstance(value, DictConfig):
-        content = value.__dict__["_content"]
-        return [node if isinstance(node, DictConfig | ListConfig) else node._val for node in content.values()]
+        return [item for _, item in raw_items(value)]
     return list(value.values())  # type: ignore[attr-defined]
 
 
@@ -262,33 +262,25 @@ def type_problems(cfg: DictConfig) -> Iterator[Problem]:
     Interpolations are skipped (their target is checked where it is set), as are ``???`` values and
     keys a user added with ``+`` (not in the schema).
     """
-    engine = cfg.__dict__["_content"].get("model_engine")
-    name = engine._val if engine is not None and not isinstance(engine, DictConfig | ListConfig) else None
-    yield from _check(cfg, _tree(str(name)), "")
+    name = raw_at(cfg, ENGINE_KEY)
+    yield from _check(cfg, _tree(str(None if name is ABSENT or isinstance(name, dict) else name)), "")
 
 
 def _check(node: DictConfig, tree: Tree, prefix: str) -> Iterable[Problem]:
-    # Reads OmegaConf's node internals directly: this runs on every compose and a public accessor
-    # per key costs ten times more. ``_content`` of a container is its children (or None / a string
-    # for null, ``???`` and interpolations); ``_val`` of a leaf is its raw value.
-    for key, child in node.__dict__["_content"].items():
+    # Runs on every compose: the values come as written (raw_items), since a public accessor per key
+    # costs ten times more.
+    for key, value in raw_items(node):
         entry = tree.get(key)
         if entry is None:
             continue
         key_type, subtree = entry
-        if isinstance(child, DictConfig | ListConfig):
-            content = child.__dict__["_content"]
-            if isinstance(content, str):
-                continue
-            value: object = None if content is None else child
-            descend = subtree is not None and isinstance(child, DictConfig) and content is not None
+        if isinstance(value, DictConfig | ListConfig):
+            descend = subtree is not None and isinstance(value, DictConfig)
             if descend and (key_type is None or key_type.accepts_mapping()):
-                yield from _check(child, subtree, f"{prefix}{key}.")
+                yield from _check(value, subtree, f"{prefix}{key}.")
                 continue
-        else:
-            value = child._val
-            if _unresolved(value):
-                continue
+        elif _unresolved(value):
+            continue
         expected = key_type if key_type is not None else MAPPING
         if not expected.accepts(value):
             yield _wrong_type(f"{prefix}{key}", value, expected)

@@ -33,13 +33,13 @@ from verl_roles import paths
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, yaml_problem
 from verl_roles.hydra_adapter.yaml_dialect import load_plain
-from verl_roles.layout import ROLE_SECTIONS
+from verl_roles.layout import OPTIM_BLOCK, ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
 
 # Top-level key naming a slime per-role YAML file.
 SLIME_PATH_KEY = "megatron_config_path"
 
-# Roles a slime file may name, in the order entries are written on export.
-SLIME_ROLES: tuple[str, ...] = ("actor", "critic")
+# The top-level list of a slime file (slime's format).
+FILE_KEY = "megatron"
 
 # Fields an entry of the `megatron` list may have.
 ENTRY_FIELDS: tuple[str, ...] = ("name", "role", "overrides", "args")
@@ -47,10 +47,11 @@ ENTRY_FIELDS: tuple[str, ...] = ("name", "role", "overrides", "args")
 # Resource keys slime ignores in a role: placement follows the trainer, not the role.
 RESOURCE_KEYS: tuple[str, ...] = ("num_nodes", "num_gpus_per_node")
 
-# Config file holding the default of each group of role-relative paths (the first path component).
+# Config file holding the default of each group of role-relative paths (the first path component):
+# the engine block follows the engine's baseline, the optimizer its defaults file.
 _DEFAULTS_FILES: dict[str, str] = {
-    "optim": "optim/megatron.yaml",
-    "megatron": "engine/megatron.yaml",
+    OPTIM_BLOCK: SLIME_ENGINE.optimizer_file,
+    SLIME_ENGINE.role_block: SLIME_ENGINE.baseline_file,
 }
 
 
@@ -285,15 +286,15 @@ def read_slime_file(path: str) -> list[RoleEntry]:
         data = load_plain(text, str(file))
     except yaml.YAMLError as error:
         raise ConfigError([yaml_problem(error, key=f"{SLIME_PATH_KEY}={path}")]) from None
-    if not isinstance(data, dict) or "megatron" not in data:
+    if not isinstance(data, dict) or FILE_KEY not in data:
         raise _file_problem(
             path,
             "has no top-level `megatron` list",
             "start the file with `megatron:` followed by entries such as `- role: critic` / "
             "`  overrides: {lr: 1e-5}`",
         )
-    extra = sorted(str(key) for key in data if key != "megatron")
-    entries_data = data["megatron"]
+    extra = sorted(str(key) for key in data if key != FILE_KEY)
+    entries_data = data[FILE_KEY]
     if entries_data is None:
         entries_data = []
     if not isinstance(entries_data, list):
@@ -463,8 +464,8 @@ def baseline_value(cfg: DictConfig, key: SlimeKey) -> Any:
     """What a role gets when nothing role-specific sets ``key``: the `megatron.*` baseline of ``cfg``
     for engine keys, the optimizer defaults for `optim.*` keys."""
     group, rest = key.path.split(".", 1)
-    if group == "megatron":
-        return _plain(paths.get(cfg.megatron, rest))
+    if group == SLIME_ENGINE.role_block:
+        return _plain(paths.get(cfg, f"{SLIME_ENGINE.baseline}.{rest}"))
     return default_value(key)
 
 
@@ -492,5 +493,5 @@ def role_differences(cfg: DictConfig, roles: Sequence[str] = SLIME_ROLES) -> dic
 def to_slime_yaml(differences: dict[str, dict[str, Any]], header: str = "") -> str:
     """slime's file format for ``differences``; same input, byte-identical text."""
     entries = [{"name": "default", "role": role, "overrides": values} for role, values in differences.items()]
-    body = yaml.safe_dump({"megatron": entries}, sort_keys=False, default_flow_style=False)
+    body = yaml.safe_dump({FILE_KEY: entries}, sort_keys=False, default_flow_style=False)
     return header + body

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.errors import ConfigError, Problem, config_files_origin
 from verl_roles.hydra_adapter.nodes import missing_keys
-from verl_roles.layout import ACTOR, CRITIC, REF, ROLLOUT
+from verl_roles.layout import ACTOR, CRITIC, ENGINE_KEY, REF, ROLLOUT, Engine, engine
 
 Rule = Callable[[DictConfig], Iterable[Problem]]
 
@@ -110,8 +110,8 @@ def _number(cfg: DictConfig, key: str) -> float | None:
     return value if is_number(value) else None
 
 
-def _engine(cfg: DictConfig) -> str:
-    return str(_get(cfg, "model_engine"))
+def _engine(cfg: DictConfig) -> Engine:
+    return engine(_get(cfg, ENGINE_KEY))
 
 
 def critic_in_use(cfg: DictConfig) -> bool:
@@ -132,25 +132,29 @@ def _n_gpus(cfg: DictConfig) -> int | None:
 
 
 def _model_parallel(cfg: DictConfig, role: str) -> tuple[int, str]:
-    """Ranks one model replica spans for ``role`` and how that product is spelled."""
-    if _engine(cfg) == "megatron":
-        names = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
-        sizes = [_int(cfg, f"{role}.megatron.{name}") or 1 for name in names]
-        return sizes[0] * sizes[1] * sizes[2], f"TP*PP*CP = {sizes[0]}*{sizes[1]}*{sizes[2]}"
-    sp = _int(cfg, f"{role}.ulysses_sequence_parallel_size") or 1
-    return sp, f"ulysses_sequence_parallel_size = {sp}"
+    """Ranks one model replica spans for ``role`` and how that product is spelled
+    (``TP*PP*CP = 2*1*1``), from the engine's model-parallel keys."""
+    names = _engine(cfg).model_parallel
+    sizes = [_int(cfg, f"{role}.{key}") or 1 for _, key in names]
+    product = 1
+    for size in sizes:
+        product *= size
+    spelled = f"{'*'.join(label for label, _ in names)} = {'*'.join(map(str, sizes))}"
+    return product, spelled
 
 
 def parallel_sizes_fit_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
-    """Under megatron every role's TP*PP*CP must divide the GPU count (verl's validate_config)."""
+    """Under an engine whose model parallel sizes divide the GPUs (megatron: every role's TP*PP*CP), the
+    product must divide the GPU count (verl's validate_config)."""
     n_gpus = _n_gpus(cfg)
-    if _engine(cfg) != "megatron" or not n_gpus:
+    chosen = _engine(cfg)
+    if not chosen.divides_gpus or not n_gpus:
         return
     for role in (ACTOR, REF, CRITIC):
         size, spelled = _model_parallel(cfg, role)
         if n_gpus % size:
             yield Problem(
-                key=f"{role}.megatron.tensor_model_parallel_size",
+                key=f"{role}.{chosen.model_parallel[0][1]}",
                 message=f"{spelled} = {size} does not divide the {n_gpus} GPUs "
                 "(trainer.n_gpus_per_node * trainer.nnodes)",
                 fix="pick tensor/pipeline/context parallel sizes whose product divides the GPU count, "
@@ -237,7 +241,7 @@ def _train_batch_fills_the_gpus(
     """verl: ``train_batch_size * rollout.n`` must split evenly over the smallest possible batch."""
     if train is None or not n_gpus or _get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
         return
-    if _engine(cfg) == "megatron":
+    if _engine(cfg).divides_gpus:
         size, _ = _model_parallel(cfg, ACTOR)
         per_gpu = _int(cfg, f"{ACTOR}.ppo_micro_batch_size_per_gpu")
         if n_gpus % size or per_gpu is None:

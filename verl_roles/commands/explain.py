@@ -31,7 +31,7 @@ from verl_roles.hydra_adapter.loader import (
     stock_config,
 )
 from verl_roles.hydra_adapter.nodes import ABSENT, raw_at
-from verl_roles.layout import PRIMARY_CONFIG
+from verl_roles.layout import ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, read_command_line
 from verl_roles.pipeline import StepInputs, StepReport, finalize
 from verl_roles.roles import RolesReport
@@ -329,10 +329,10 @@ def _layers(command: CommandLine, user_dir: UserDir | None) -> list[Layer]:
 
 def _describe(file: str, config_path: str, package: str | None) -> str:
     group, _, option = config_path.rpartition("/")
-    if group.startswith("role/"):
+    if group in ROLE_GROUPS.values():
         how = f"role option {group}={option}"
-    elif group == "model_engine":
-        how = f"engine option model_engine={option}"
+    elif group == ENGINE_KEY:
+        how = f"engine option {ENGINE_KEY}={option}"
     else:
         how = ""
     mounted = f"at {package}" if package else "at the top level"

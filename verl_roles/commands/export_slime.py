@@ -10,8 +10,9 @@ from verl_roles.api import compose
 from verl_roles.cmdline import CONFIG_FLAGS, REQUIRED, CommandLine, FlagSpec
 from verl_roles.commands.reporting import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.layout import ENGINE_KEY, SLIME_ENGINE, SLIME_ROLES, engine
 from verl_roles.output import write_atomic
-from verl_roles.slime import SLIME_ROLES, role_differences, to_slime_yaml
+from verl_roles.slime import role_differences, to_slime_yaml
 from verl_roles.validate import critic_in_use
 
 USAGE = """usage: verl-roles export-slime [-o FILE] [--config-name NAME] [--config-dir DIR] [overrides...]
@@ -47,13 +48,13 @@ def parse_args(args: list[str]) -> tuple[CommandLine, str | None]:
 def export_slime(command: CommandLine) -> str:
     """Compose ``command`` and return the slime YAML of its per-role differences."""
     cfg = compose(command.texts(), command.config_name, command.config_dir)
-    if cfg.model_engine != "megatron":
+    if engine(cfg[ENGINE_KEY]) != SLIME_ENGINE:
         raise ConfigError(
             [
                 Problem(
-                    key="model_engine",
-                    message=f"export-slime writes Megatron settings, but the engine is {cfg.model_engine}",
-                    fix="add model_engine=megatron to the overrides",
+                    key=ENGINE_KEY,
+                    message=f"export-slime writes Megatron settings, but the engine is {cfg[ENGINE_KEY]}",
+                    fix=f"add {ENGINE_KEY}={SLIME_ENGINE.name} to the overrides",
                 )
             ]
         )

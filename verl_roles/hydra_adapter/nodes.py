@@ -9,7 +9,8 @@
   the last word on every value.
 - :func:`raw_at`: the value a key holds as written (an interpolation as its text), for explain and
   the legacy step; :func:`key_paths`: every key of a composition (did-you-mean);
-  :func:`missing_keys`: every ``???`` (run on each composition, so it reads the node contents).
+  :func:`missing_keys`: every ``???``, and :func:`raw_items`: a container's children as written (both
+  run on each composition, so they read the node contents).
 """
 
 from __future__ import annotations
@@ -141,6 +142,20 @@ def key_paths(cfg: DictConfig, prefix: str = "") -> Iterator[str]:
         node = cfg._get_node(key)
         if isinstance(node, DictConfig) and not node._is_missing() and not node._is_interpolation():
             yield from key_paths(node, path + ".")
+
+
+def raw_items(node: DictConfig | ListConfig) -> Iterator[tuple[Any, object]]:
+    """``(key or index, value)`` of each child as written, read from the node contents (the schema
+    check runs it over every key on every composition): a child holding children is the container
+    itself; otherwise its raw content (None for null, the text of ``???`` or of an interpolation); a
+    leaf gives its raw value."""
+    content = node.__dict__["_content"]
+    for key, child in content.items() if isinstance(content, dict) else enumerate(content):
+        if isinstance(child, DictConfig | ListConfig):
+            inner = child.__dict__["_content"]
+            yield key, child if isinstance(inner, dict | list) else inner
+        else:
+            yield key, child._val
 
 
 def missing_keys(node: DictConfig, prefix: str = "") -> Iterator[str]:
