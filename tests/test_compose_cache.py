@@ -9,6 +9,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 import verl_roles
+from verl_roles.flat_lora import add_flat_lora_keys
 from verl_roles.hydra_adapter.loader import NO_CACHE_ENV, compose_raw
 from verl_roles.hydra_adapter.yaml_dialect import load_yaml
 from verl_roles.output import to_yaml
@@ -22,11 +23,14 @@ OVERRIDE_SETS = [
 
 
 def stock_hydra_and_omegaconf(monkeypatch: pytest.MonkeyPatch, overrides: list[str]) -> str:
-    """The reference: Hydra's own loader, resolved by OmegaConf's own resolution."""
+    """The reference: Hydra's own loader, resolved by OmegaConf's own resolution, then the pipeline's
+    one step after resolution (verl's flat LoRA keys)."""
     with monkeypatch.context() as patch:
         patch.setenv(NO_CACHE_ENV, "1")
         raw = compose_raw("ppo_trainer", overrides)
-    return to_yaml(OmegaConf.create(OmegaConf.to_container(raw, resolve=True)))
+    resolved = OmegaConf.create(OmegaConf.to_container(raw, resolve=True))
+    add_flat_lora_keys(resolved)
+    return to_yaml(resolved)
 
 
 @pytest.mark.parametrize("overrides", OVERRIDE_SETS, ids=lambda o: " ".join(o) or "defaults")

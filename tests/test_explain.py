@@ -191,10 +191,12 @@ def test_legacy_key_in_a_user_file_is_moved_to_its_current_key(user_conf):
     )
     assert new.value == 8
     assert sources(new) == [("lora/lora.yaml (at actor_rollout_ref.model.lora)", 0), (move, 8)]
-    assert old.value is explain.REMOVED
+    # The legacy key is moved to the block; the result's flat key is derived from the block again.
+    assert old.value == 8
     assert sources(old) == [
         (f"{user_conf}: legacy_run.yaml (at the top level)", 8),
         (move, explain.REMOVED),
+        ("verl's flat LoRA key, derived from actor_rollout_ref.model.lora.rank (verl 0.9.1 reads both)", 8),
     ]
 
 

@@ -153,8 +153,9 @@ def test_script_check_fails_on_a_changed_default_with_a_diff_and_writes_nothing(
     repo = copy_repo(tmp_path / "repo")
     baseline = repo / "conf" / "engine" / "megatron.yaml"
     text = baseline.read_text(encoding="utf-8")
-    assert "\ngrad_offload: false\n" in text
-    baseline.write_text(text.replace("\ngrad_offload: false\n", "\ngrad_offload: true\n"), encoding="utf-8")
+    assert "\noptimizer_offload: false\n" in text
+    changed = text.replace("\noptimizer_offload: false\n", "\noptimizer_offload: true\n")
+    baseline.write_text(changed, encoding="utf-8")
     committed = snapshot_bytes(repo)
 
     # Another process with a random hash seed: the snapshots the change does not touch regenerate
@@ -165,7 +166,7 @@ def test_script_check_fails_on_a_changed_default_with_a_diff_and_writes_nothing(
     for variant in VARIANTS:
         shown = f"--- _generated/{variant.filename} (committed)" in check.stdout
         assert shown == (variant.filename in megatron), variant.filename
-    assert "-      grad_offload: false\n+      grad_offload: true\n" in check.stdout
+    assert "-      optimizer_offload: false\n+      optimizer_offload: true\n" in check.stdout
     assert f"Fix: run {FIX}" in check.stdout and "Traceback" not in check.stderr
     assert snapshot_bytes(repo) == committed
 

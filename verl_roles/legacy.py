@@ -78,6 +78,10 @@ class LegacyKey:
 
 
 _LORA_REASON = "verl's flat LoRA keys are now the one structured `lora` block"
+_SKIP_REASON = "verl 0.9.1 moved rollout dumping to the top-level `skip` section"
+_TEACHER_REASON = (
+    "verl 0.9.1 holds teachers by name under `distillation.teacher_models`, their pool in `distillation`"
+)
 
 # The one table of legacy key paths. Documented in the README ("Legacy keys").
 LEGACY_KEYS: tuple[LegacyKey, ...] = (
@@ -97,6 +101,24 @@ LEGACY_KEYS: tuple[LegacyKey, ...] = (
         f"{CRITIC}.{DP.block('critic')}",
         "the FSDP critic's engine block sits next to its optimizer, as in current verl",
         section=True,
+    ),
+    *(
+        LegacyKey(f"actor_rollout_ref.rollout.skip.{name}", f"skip.rollout.{name}", _SKIP_REASON)
+        for name in ("enable", "dump_dir", "action")
+    ),
+    LegacyKey(
+        "distillation.teacher_model.inference",
+        "distillation.teacher_models.teacher_model.inference",
+        _TEACHER_REASON,
+        section=True,
+    ),
+    *(
+        LegacyKey(f"distillation.teacher_model.{old}", new, _TEACHER_REASON)
+        for old, new in (
+            ("model_path", "distillation.teacher_models.teacher_model.model_path"),
+            ("nnodes", "distillation.nnodes"),
+            ("n_gpus_per_node", "distillation.n_gpus_per_node"),
+        )
     ),
 )
 

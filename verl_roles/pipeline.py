@@ -1,5 +1,6 @@
 """The one path every composed config takes, for the CLI and the Python API alike:
-compose (Hydra) -> normalise legacy -> apply roles -> resolve -> validate -> write.
+compose (Hydra) -> normalise legacy -> apply roles -> resolve -> validate -> add verl's flat LoRA keys
+-> write.
 
 Hydra does the composing (the caller's job: :mod:`verl_roles.api`, the main job); :func:`finalize` runs
 the steps up to validation on its result. Each step that changes the unresolved config reports what
@@ -17,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_roles import legacy, lora_rules, roles, validate
 from verl_roles.cmdline import CommandLine
+from verl_roles.flat_lora import FlatLoraReport, add_flat_lora_keys
 from verl_roles.hydra_adapter.nodes import resolve_in_place
 
 # Every validation rule the main job runs, in the order they report.
@@ -26,7 +28,7 @@ RULES: tuple[validate.Rule, ...] = (
     roles.actor_and_critic_share_topology,
 )
 
-StepReport = legacy.LegacyReport | roles.RolesReport
+StepReport = legacy.LegacyReport | roles.RolesReport | FlatLoraReport
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,9 @@ def finalize(
     """Run every step after composition and return the resolved, validated, read-only config.
 
     Works on ``cfg`` itself (a freshly composed config nobody else holds): no copy is made.
-    ``observe(report, cfg)``, when given, is called after each step that changes the unresolved config
-    with its report and ``cfg`` as that step left it, to be read, never changed.
+    ``observe(report, cfg)``, when given, is called after each step that changes the config with its
+    report and ``cfg`` as that step left it (unresolved, except after the last step, the flat LoRA keys,
+    which works on the resolved config), to be read, never changed.
     """
     legacy_report = legacy.normalize_config(cfg, inputs.command, inputs.stock_config)
     if observe is not None:
@@ -78,4 +81,8 @@ def finalize(
     # and nothing is written before finalize returns, so a problem still stops the run first.
     resolved = resolve(cfg)
     validate.validate(resolved, RULES, extra=roles_report.problems)
+    # verl 0.9.1's FSDP and VeOmni engines read LoRA from flat keys: write them, derived from the block.
+    flat_report = add_flat_lora_keys(resolved)
+    if observe is not None:
+        observe(flat_report, resolved)
     return resolved

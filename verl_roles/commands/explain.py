@@ -24,6 +24,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
 from verl_roles.commands.reporting import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.flat_lora import FlatLoraReport
 from verl_roles.hydra_adapter.loader import (
     compose_with_choices,
     composed_key_paths,
@@ -175,6 +176,8 @@ class _Pipeline:
     final: DictConfig | None
     error: ConfigError | None
     events: list[_Event] = field(default_factory=list)
+    # A derived key -> the key it was derived from (verl's flat LoRA keys), told as a reference.
+    derived_from: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def through_finalize(cls, composed: DictConfig, layers: list[Layer], inputs: StepInputs) -> _Pipeline:
@@ -192,12 +195,18 @@ class _Pipeline:
             error = translate(raised, inputs.command, composed_key_paths)
         pipeline = cls(layers, inputs.command, stages, final, error)
         pipeline.events = [event for report in reports for event in pipeline.events_of(report)]
+        pipeline.derived_from = {
+            derived.flat_key: derived.block_key
+            for report in reports
+            if isinstance(report, FlatLoraReport)
+            for derived in report.derived
+        }
         return pipeline
 
     @property
     def latest(self) -> DictConfig:
-        """The unresolved config as the last step that ran left it."""
-        return self.stages[-1][1]
+        """The unresolved config as the last step that ran left it (the flat LoRA step sees it resolved)."""
+        return next(cfg for stage, cfg in reversed(self.stages) if stage != FlatLoraReport.step)
 
     def knows(self, key: str) -> bool:
         return any(raw_at(cfg, key) is not ABSENT for _, cfg in self.stages)
@@ -225,6 +234,12 @@ class _Pipeline:
                 else:
                     events.append(_Event(report.step, (old, new), f"legacy key {old} -> {new}{where}"))
             return events
+        if isinstance(report, FlatLoraReport):
+            return [
+                _Event(report.step, (derived.flat_key,),
+                       f"verl's flat LoRA key, derived from {derived.block_key} (verl 0.9.1 reads both)")
+                for derived in report.derived
+            ]
         assert isinstance(report, RolesReport)
         events = [
             _Event(report.step, (value.target,), f"{value.entry} overrides.{value.name}")
@@ -257,7 +272,10 @@ class _Pipeline:
                 for event in self.events
                 if event.stage == stage and any(_related(key, path) for path in event.paths)
             ]
-            if not sources and raw_at(before, key) != raw_at(after, key):
+            # The flat LoRA step sees the resolved config, where every interpolation "changed": only
+            # its own events count.
+            changed = stage != FlatLoraReport.step and raw_at(before, key) != raw_at(after, key)
+            if not sources and changed:
                 sources = [f"pipeline step `{stage}`"]
             steps += [Step(source, raw) for source in sources]
         return steps
@@ -287,7 +305,8 @@ def _explain(key: str, run: _Pipeline, aliases: dict[str, str], seen: set[str]) 
     steps += run.steps(key)
     explanation = Explanation(key=key, value=run.value(key), steps=steps, invalid=run.error)
     if key not in seen:
-        for target in _references(run.latest, key):
+        derived = [run.derived_from[key]] if key in run.derived_from else []
+        for target in [*_references(run.latest, key), *derived]:
             if raw_at(run.latest, target) is not ABSENT:
                 explanation.references.append(_explain(target, run, aliases, seen | {key}))
     return explanation
