@@ -109,6 +109,10 @@ UNTYPED_BY_VERL: dict[str, str] = {
     "data.custom_cls.name": "str | None",
     "data.return_multi_modal_inputs": "bool",
     "data.apply_chat_template_kwargs": "dict",
+    "data.audio_key": "str",
+    "data.mm_processor_kwargs": "dict",
+    "data.gen_batch_size": "int | None",
+    "data.function_tool_path": "str | None",
     # trainer: read by verl's RayPPOTrainer and main_ppo.
     "trainer.balance_batch": "bool",
     "trainer.total_epochs": "int",
@@ -138,6 +142,21 @@ UNTYPED_BY_VERL: dict[str, str] = {
     "trainer.max_critic_ckpt_to_keep": "int | None",
     "trainer.ray_wait_register_center_timeout": "int",
     "trainer.device": "str",
+    # An import path `module.Class`, loaded when set.
+    "trainer.checkpoint_callback_class": "str | None",
+    "trainer.use_v1": "bool",
+    # trainer.v1: read by verl's v1 trainers (sync, colocate_async, separate_async) as plain mappings.
+    "trainer.v1.trainer_mode": "str",
+    "trainer.v1.sync": "dict",
+    "trainer.v1.colocate_async.num_warmup_batches": "int",
+    "trainer.v1.separate_async.num_warmup_batches": "int",
+    "trainer.v1.separate_async.parameter_sync_step": "int",
+    "trainer.v1.sampler.max_off_policy_threshold": "int",
+    "trainer.v1.sampler.max_off_policy_strategy": "str",
+    "trainer.v1.sampler.sync_refill_failed_groups": "bool",
+    "trainer.v1.sampler.custom_sampler.path": "str | None",
+    "trainer.v1.sampler.custom_sampler.name": "str | None",
+    "trainer.v1.sampler.sampler_kwargs": "dict",
     # global_profiler: ProfilerConfig has no `steps`; the trainer tests `step in steps`.
     "global_profiler.steps": "list[int] | None",
     "global_profiler.profile_continuous_steps": "bool",
@@ -149,6 +168,20 @@ UNTYPED_BY_VERL: dict[str, str] = {
     "global_profiler.global_tool_config.torch_memory.stacks": "str",
     "global_profiler.global_tool_config.torch_memory.kw_args": "dict",
     "transfer_queue.enable": "bool",
+    # transfer_queue: handed to the TransferQueue package as a plain mapping.
+    "transfer_queue.metrics.enabled": "bool",
+    "transfer_queue.metrics.port": "int",
+    "transfer_queue.backend.storage_backend": "str",
+    "transfer_queue.backend.SimpleStorage.total_storage_size": "int",
+    "transfer_queue.backend.SimpleStorage.num_data_storage_units": "int",
+    "transfer_queue.backend.MooncakeStore.auto_init": "bool",
+    "transfer_queue.backend.MooncakeStore.metadata_server": "str",
+    "transfer_queue.backend.MooncakeStore.master_server_address": "str",
+    "transfer_queue.backend.MooncakeStore.local_hostname": "str",
+    "transfer_queue.backend.MooncakeStore.protocol": "str",
+    "transfer_queue.backend.MooncakeStore.global_segment_size": "int",
+    "transfer_queue.backend.MooncakeStore.local_buffer_size": "int",
+    "transfer_queue.backend.MooncakeStore.device_name": "str",
     "ray_kwargs.ray_init.num_cpus": "int | None",
     "ray_kwargs.ray_init.runtime_env.py_executable": "str | None",
     "ray_kwargs.timeline_json_file": "str | None",
@@ -187,41 +220,13 @@ UNTYPED_BY_VERL: dict[str, str] = {
     "sandbox_fusion": "Any",
 }
 
-# Keys our YAML has and verl 0.9.1 does not (renamed, removed or never in verl); the work that
-# brings the config surface to verl 0.9.1 reconciles them, and each entry goes with its key.
+# Keys our YAML has and verl 0.9.1 does not: user data classes of an earlier verl, in `data`, which verl
+# reads as a plain mapping (no dataclass conversion), so verl ignores them.
 NOT_IN_VERL: dict[str, str] = {
-    **{
-        f"{role}.{key}": text
-        for role in ("actor_rollout_ref.actor", "actor_rollout_ref.ref")
-        for key, text in {
-            "router_replay.mode": "str",
-            "router_replay.record_file": "str | None",
-            "router_replay.replay_file": "str | None",
-        }.items()
-    },
-    "actor_rollout_ref.actor.sum_pi_squared_checkpointing": "bool",
-    "actor_rollout_ref.actor.load_weight": "bool",
-    "actor_rollout_ref.ref.load_weight": "bool",
-    "critic.load_weight": "bool",
-    "actor_rollout_ref.actor.megatron.grad_offload": "bool",
-    "actor_rollout_ref.ref.megatron.grad_offload": "bool",
-    "critic.megatron.grad_offload": "bool",
-    "actor_rollout_ref.rollout.multi_turn.interaction_config_path": "str | None",
-    "actor_rollout_ref.rollout.skip.enable": "bool",
-    "actor_rollout_ref.rollout.skip.dump_dir": "str",
-    "actor_rollout_ref.rollout.skip.max_dump_step": "int",
-    "actor_rollout_ref.rollout.skip.action": "str",
     "data.sampler.class_path": "str | None",
     "data.sampler.class_name": "str | None",
     "data.datagen.path": "str | None",
     "data.datagen.name": "str | None",
-    "distillation.num_workers": "int",
-    "distillation.teacher_model.enable_resource_pool": "bool",
-    "distillation.teacher_model.n_gpus_per_node": "int",
-    "distillation.teacher_model.nnodes": "int",
-    "distillation.teacher_model.model_path": "str | None",
-    "distillation.teacher_model.inference": "=distillation.teacher_models.teacher_model.inference",
-    "trainer.use_legacy_worker_impl": "str",
 }
 
 # Our table, as the schema reads it.
