@@ -57,7 +57,6 @@ def test_show_keys_lists_matching_keys_one_per_line(run_args: list[str], capsys)
     assert cli(["show", "--role", "critic", "--keys", "megatron.*offload", *run_args]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "megatron.param_offload: true",
-        "megatron.grad_offload: false",
         "megatron.optimizer_offload: false",
     ]
 
