@@ -14,7 +14,11 @@ Prints, each as a ratio to its reference where the issue sets a target:
 - every snapshot of ``_generated/`` rendered in-process, and ``generate_trainer_config.sh --check``
   end to end (target < 2 s);
 - a 64-point sweep with Hydra's basic launcher (and joblib when installed): jobs per second and the
-  per-job time on top of one in-process compose.
+  per-job time on top of one in-process compose;
+- with ``--verl-python PYTHON`` (a Python where verl is installed, e.g. a venv with ``verl==0.9.1``): verl's
+  own compose + resolve of its ``ppo_trainer`` (``model_engine=megatron``, different overrides each
+  call), timed in-process in a child process of that Python, and our in-process compose as a ratio of it
+  (target <= 0.15x).
 
 Child processes run as on a user's machine: with a bytecode cache (``PYTHONPYCACHEPREFIX`` in the
 benchmark's temporary folder, even where ``PYTHONDONTWRITEBYTECODE=1`` is set, as in some sandboxes;
@@ -189,6 +193,52 @@ def bench_compose(repeats: int) -> float:
     return total_ms
 
 
+# --- verl's own composition ------------------------------------------------------------------------
+
+# Run by the Python given with --verl-python: compose verl's own config tree (from the installed package)
+# with Hydra's compose API and resolve it, as verl's entry point does, N times in one process, and
+# print one time per call in milliseconds. Different overrides each call, as for ours.
+VERL_COMPOSE = """
+import os, statistics, sys, time
+import verl
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+repeats = int(sys.argv[1])
+config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+with initialize_config_dir(config_dir=config_dir, version_base=None):
+    def once(i):
+        cfg = compose("ppo_trainer", overrides=[
+            "model_engine=megatron", f"critic.optim.lr={i + 1}e-6", f"trainer.total_epochs={i + 1}",
+            "actor_rollout_ref.rollout.name=vllm",
+        ])
+        OmegaConf.resolve(cfg)
+    once(repeats)
+    for i in range(repeats):
+        start = time.perf_counter()
+        once(i)
+        print((time.perf_counter() - start) * 1000)
+print("verl", verl.__version__, file=sys.stderr)
+"""
+
+
+def bench_verl_reference(verl_python: str, repeats: int, compose_ms: float) -> None:
+    print("verl's own compose + resolve in-process, megatron, different overrides each call "
+          f"(median of {repeats})")
+    done = subprocess.run(
+        [verl_python, "-c", VERL_COMPOSE, str(repeats)],
+        capture_output=True, text=True, env=child_env(HYDRA_FULL_ERROR="1"), check=False,
+    )
+    if done.returncode != 0:
+        last_line = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
+        row(f"verl could not be composed with {verl_python}", "-", last_line)
+        return
+    verl_ms = statistics.median(float(line) for line in done.stdout.split())
+    version = done.stderr.strip().splitlines()[-1]
+    row(f"  {version}: compose + resolve", f"{verl_ms:.1f} ms")
+    row("  verl_roles.compose / verl's", f"{compose_ms / verl_ms:.2f}x", "target <= 0.15x")
+
+
 # --- snapshots ------------------------------------------------------------------------------------
 
 
@@ -251,6 +301,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="child processes keep this environment's bytecode settings (e.g. PYTHONDONTWRITEBYTECODE=1) "
         "instead of a warm bytecode cache of their own, as a user's installation has",
     )
+    parser.add_argument(
+        "--verl-python",
+        metavar="PYTHON",
+        help="a Python where verl is installed: time verl's own compose + resolve as the reference of ours",
+    )
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 25
     cli_repeats = 3 if args.quick else 7
@@ -265,6 +320,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bytecode:", inherited if args.inherit_bytecode_settings else "children keep a bytecode cache")
         bench_cli(work, cli_repeats)
         compose_ms = bench_compose(repeats)
+        if args.verl_python:
+            bench_verl_reference(args.verl_python, repeats, compose_ms)
         bench_snapshots(work, max(3, repeats // 5))
         bench_sweep(work, 16 if args.quick else 64, compose_ms)
     return 0
