@@ -212,20 +212,20 @@ def test_every_problem_is_reported_together():
         verl_roles.compose(
             [
                 "trainer.nnodes=abc",
-                "algorithm.adv_estimator=gea",
-                "critic.optim.lr=0",
-                "actor_rollout_ref.actor.clip_ratio_low=-0.1",
+                "actor_rollout_ref.rollout.name=vlm",
+                "actor_rollout_ref.rollout.gpu_memory_utilization=1.5",
+                "actor_rollout_ref.actor.clip_ratio_c=0.5",
             ]
         )
     error = raised.value
     assert [p.key for p in error.problems] == [
         "trainer.nnodes",
-        "algorithm.adv_estimator",
-        "critic.optim.lr",
-        "actor_rollout_ref.actor.clip_ratio_low",
+        "actor_rollout_ref.rollout.name",
+        "actor_rollout_ref.rollout.gpu_memory_utilization",
+        "actor_rollout_ref.actor.clip_ratio_c",
     ]
     assert str(error).startswith("4 problems in the config:")
-    assert "did you mean algorithm.adv_estimator=gae?" in str(error)
+    assert "did you mean actor_rollout_ref.rollout.name=vllm?" in str(error)
 
 
 def test_every_problem_says_where_its_value_came_from():

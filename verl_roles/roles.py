@@ -11,10 +11,12 @@ Precedence, lowest first (the README's "Per-role settings" section says the same
    word, so a sweep over a role key works with a slime file too (a warning names each file value it
    replaces).
 
-This step also drops resource keys from roles (placement follows ``trainer.*``), refuses critic
-overrides when the algorithm trains no critic, and catches a role option file without its package
-header; it reports what it did (:class:`RolesReport`). The actor/critic topology rule
-(:func:`actor_and_critic_share_topology`) is a validation rule kept here with the other role rules.
+This step also drops resource keys from roles (placement follows ``trainer.*``), warns about critic
+overrides when the algorithm trains no critic (verl ignores them), catches a role option file without
+its package header, and, with ``actor_critic_same_topology`` on, makes the critic follow the actor's
+Megatron parallel layout wherever the critic's own is not set; it reports what it did
+(:class:`RolesReport`). The actor/critic topology rule (:func:`actor_and_critic_share_topology`: an
+explicit mismatch is an error) is a validation rule kept here with the other role rules.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, Engine, engine
 from verl_roles.notices import warn
 from verl_roles.slime import SLIME_PATH_KEY
-from verl_roles.validate import ADV_ESTIMATORS, critic_in_use
+from verl_roles.validate import critic_in_use
 
 # Top-level switch of the actor/critic topology rule.
 TOPOLOGY_SETTING = "actor_critic_same_topology"
@@ -95,11 +97,14 @@ class DroppedResource:
 
 @dataclass(frozen=True)
 class RolesReport:
-    """What the roles step did, and the problems it found that are reported with validation."""
+    """What the roles step did, and the problems it found that are reported with validation.
+
+    ``followed`` are the critic's topology keys set to follow the actor's (shared placement)."""
 
     slime_values: tuple[SlimeValue, ...] = ()
     dropped: tuple[DroppedResource, ...] = ()
     problems: tuple[Problem, ...] = ()
+    followed: tuple[str, ...] = ()
     step: ClassVar[str] = "roles"
 
 
@@ -107,9 +112,8 @@ def apply_roles(cfg: DictConfig, command: CommandLine, choices: Mapping[str, str
     """Apply the per-role settings to ``cfg`` in place and say what was done.
 
     Mistakes that make the rest meaningless (a role option without its package header, any mistake
-    in the slime file) raise :class:`ConfigError` before ``cfg`` changes. Problems that are only
-    reported (critic overrides the algorithm would never use) are returned in the report, to be
-    reported together with the validation rules.
+    in the slime file) raise :class:`ConfigError` before ``cfg`` changes. Critic settings the algorithm
+    never uses are one warning (verl ignores them).
     """
     sources = RoleSources(command, choices)
     _check_misplaced_role_node(cfg, sources)
@@ -123,8 +127,15 @@ def apply_roles(cfg: DictConfig, command: CommandLine, choices: Mapping[str, str
                 "resources, they follow trainer.nnodes and trainer.n_gpus_per_node. Remove the key(s)."
             )
     slime_values = _apply_slime(cfg, path, entries, sources)
-    problems = tuple(_critic_override_problems(cfg, path, entries, sources))
-    return RolesReport(slime_values, dropped, problems)
+    followed = _critic_follows_actor_layout(cfg)
+    ignored = list(_ignored_critic_overrides(cfg, path, entries, sources))
+    if ignored:
+        warn(
+            f"the critic is not used ({_critic_off_reason(cfg)}), so verl ignores every critic setting: "
+            f"{'; '.join(ignored)} will have no effect. Remove them, or train a critic with "
+            "algorithm.adv_estimator=gae (or critic.enable=true)."
+        )
+    return RolesReport(slime_values, dropped, followed=followed)
 
 
 def _check_misplaced_role_node(cfg: DictConfig, sources: RoleSources) -> None:
@@ -257,46 +268,53 @@ def _critic_off_reason(cfg: DictConfig) -> str:
     return f"algorithm.adv_estimator={cfg.algorithm.adv_estimator} trains no critic; only gae does"
 
 
-def _critic_override_problems(
+def _ignored_critic_overrides(
     cfg: DictConfig, path: str | None, entries: Sequence[slime.RoleEntry], sources: RoleSources
-) -> Iterable[Problem]:
+) -> Iterable[str]:
+    """What the user set for a critic that does not run (verl's need_critic: ``critic.enable``, else
+    only the GAE estimator): the command-line keys, the role options, the slime file's critic entry."""
     if critic_in_use(cfg):
         return
-    if cfg.critic.get("enable") is None and cfg.algorithm.adv_estimator not in ADV_ESTIMATORS:
-        # An unknown estimator is reported by validation; whether it trains a critic is unknown.
-        return
-    reason = _critic_off_reason(cfg)
-
-    def fix(what: str) -> str:
-        return f"remove {what}, or train a critic with algorithm.adv_estimator=gae (or critic.enable=true)"
-
+    keys = [key for key in sources.cli_keys() if key.startswith("critic.") and key != CRITIC_SWITCH]
+    if keys:
+        yield f"{', '.join(keys)} (command line)"
     group = ROLE_GROUPS["critic"]
-    overriding = [option for option in sources.options(group) if option != "default"]
-    if overriding:
-        named = " and ".join(repr(option) for option in overriding)
-        verb = "overrides" if len(overriding) == 1 else "override"
-        yield Problem(
-            key=group,
-            message=f"option{'s' if len(overriding) > 1 else ''} {named} {verb} the critic, but the critic "
-            f"is not used ({reason}), so nothing would apply it",
-            fix=fix(_typed_options(group, sources.options(group))),
-        )
+    if [option for option in sources.options(group) if option != "default"]:
+        yield _typed_options(group, sources.options(group))
     for entry in entries:
         if entry.role == "critic" and entry.values:
-            yield Problem(
-                key=entry.label(str(path)),
-                message=f"overrides the critic ({', '.join(entry.values)}), but "
-                f"the critic is not used ({reason}), so nothing would apply it",
-                fix=fix("the critic entry"),
-            )
-    for key in sources.cli_keys():
-        if key.startswith("critic.") and key != CRITIC_SWITCH:
-            yield Problem(
-                key=key,
-                message=f"is a critic override on the command line, but the critic is not used "
-                f"({reason}), so nothing would apply it",
-                fix=fix("the override"),
-            )
+            yield f"{entry.label(str(path))} ({', '.join(entry.values)})"
+
+
+def _critic_follows_actor_layout(cfg: DictConfig) -> tuple[str, ...]:
+    """With a shared placement, the critic takes the actor's parallel layout, as the reference does,
+    for every topology key the critic does not set itself (it still follows the engine baseline there,
+    ``${megatron.<key>}``) while the actor sets its own. An explicit critic value is kept, and the
+    topology rule compares it. Returns the critic keys now following the actor's."""
+    chosen = engine(cfg.get(ENGINE_KEY))
+    if cfg.get(TOPOLOGY_SETTING) is not True or not chosen.topology or not critic_in_use(cfg):
+        return ()
+    actor_block = f"{ROLE_SECTIONS['actor']}.{chosen.block('actor')}"
+    critic_block = f"{ROLE_SECTIONS['critic']}.{chosen.block('critic')}"
+    actor, critic = OmegaConf.select(cfg, actor_block), OmegaConf.select(cfg, critic_block)
+    raw_actor = OmegaConf.to_container(actor, resolve=False)
+    raw_critic = OmegaConf.to_container(critic, resolve=False)
+    followed = []
+    for key in chosen.topology:
+        baseline = "${" + f"{chosen.baseline}.{key}" + "}"
+        if raw_critic.get(key) != baseline or raw_actor.get(key) == baseline:
+            continue
+        critic[key] = "${" + f"{actor_block}.{key}" + "}"
+        followed.append(key)
+    if followed:
+        shown = ", ".join(f"{key}={_effective(actor, key, chosen)}" for key in followed)
+        warn(
+            f"{critic_block} follows the actor's parallel layout ({shown}), since {TOPOLOGY_SETTING}=true "
+            f"and the critic sets none of its own; verl alone would give the critic the common baseline "
+            f"({chosen.baseline}.*). Set {critic_block}.<key> to choose the critic's layout, or "
+            f"{TOPOLOGY_SETTING}=false to let it keep the baseline."
+        )
+    return tuple(f"{critic_block}.{key}" for key in followed)
 
 
 def _effective(block: DictConfig, key: str, chosen: Engine) -> Any:

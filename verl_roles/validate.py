@@ -2,21 +2,32 @@
 
 A rule is a function ``(cfg) -> Iterable[Problem]``; :data:`RULES` lists this module's rules, and
 :data:`verl_roles.pipeline.RULES` every rule the main job runs (these, the LoRA rules and the role
-rules). Rules read the config; they never change it.
+rules). A notice is a function ``(cfg) -> Iterable[str]`` whose messages are warnings (the config is
+valid, but something deserves the user's attention); :data:`NOTICES` lists them. Both read the
+config; they never change it.
+
+The rules refuse what verl 0.9.1 refuses, no more: what its ``validate_config`` and its dataclasses'
+``__post_init__`` / ``validate()`` reject, and what would crash its workers once started (a batch that
+does not split into micro batches, a rollout engine verl does not have, a missing model path). Names
+verl looks up in a registry users extend (advantage estimators, policy loss modes, reward managers)
+are never refused: an unknown one is a notice naming verl's built-in list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.errors import ConfigError, Problem, config_files_origin
 from verl_roles.hydra_adapter.nodes import missing_keys
 from verl_roles.layout import ACTOR, CRITIC, ENGINE_KEY, REF, ROLLOUT, Engine, engine
+from verl_roles.notices import warn
+from verl_roles.schema import verl_names
 
 Rule = Callable[[DictConfig], Iterable[Problem]]
+Notice = Callable[[DictConfig], Iterable[str]]
 
 
 def collect_problems(cfg: DictConfig, rules: Sequence[Rule]) -> list[Problem]:
@@ -27,9 +38,14 @@ def collect_problems(cfg: DictConfig, rules: Sequence[Rule]) -> list[Problem]:
     return problems
 
 
-def validate(cfg: DictConfig, rules: Sequence[Rule], extra: Iterable[Problem] = ()) -> None:
-    """Raise :class:`ConfigError` listing every problem (``extra`` ones found by earlier steps first),
-    or return when the config is valid."""
+def validate(
+    cfg: DictConfig, rules: Sequence[Rule], extra: Iterable[Problem] = (), notices: Sequence[Notice] = ()
+) -> None:
+    """Warn with every notice's messages, then raise :class:`ConfigError` listing every problem
+    (``extra`` ones found by earlier steps first), or return when the config is valid."""
+    for check in notices:
+        for message in check(cfg):
+            warn(message)
     problems = [*extra, *collect_problems(cfg, rules)]
     if problems:
         raise ConfigError([_with_file_origin(cfg, problem) for problem in problems])
@@ -69,15 +85,25 @@ def mandatory_values_are_set(cfg: DictConfig) -> Iterable[Problem]:
 # Facts (allowed values, batch semantics) follow verl: verl/utils/config.py::validate_config,
 # verl/workers/config/actor.py and critic.py, verl/trainer/ppo/core_algos.py.
 
-LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
-ADV_ESTIMATORS = (
-    "gae", "grpo", "opd", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "rloo", "opo",
-    "grpo_passk", "gpg", "rloo_vectorized", "grpo_vectorized",
-)
-ROLLOUT_NAMES = ("vllm", "sglang", "trtllm", "hf")
-ROLLOUT_MODES = ("async", "sync")
-KL_ESTIMATORS = ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full")
+# verl's ActorConfig checks loss_agg_mode against this list (frozen from verl 0.9.1); the critic's
+# loss aggregation raises on any other value when it first computes a loss.
+LOSS_AGG_MODES = verl_names("loss_agg_mode")
+# verl/workers/rollout/base.py _ROLLOUT_REGISTRY: (name, mode) pairs a rollout worker can start with
+# (verl 0.9.1 has no hf and no sync rollout; any other pair fails its assert at worker start).
+ROLLOUT_NAMES = ("vllm", "sglang", "trtllm")
+ROLLOUT_MODES = ("async",)
+# verl/trainer/ppo/core_algos.py kl_penalty: the estimators it computes (a trailing '+' picks the
+# straight-through variant); any other name, and "full", raise NotImplementedError when the KL is
+# first computed, i.e. only when it is used.
+KL_ESTIMATORS = ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3")
+# verl/workers/config/actor.py RouterReplayConfig.__post_init__ raises for any other mode.
 ROUTER_REPLAY_MODES = ("disabled", "R2", "R3")
+ROUTER_REPLAY_KEYS = tuple(
+    f"{role}.{block}router_replay.mode"
+    for role in (ACTOR, REF, CRITIC)
+    for block in ("", "megatron.", "veomni.")
+    if not (role == CRITIC and block == "")
+)
 
 _UNSET = object()
 
@@ -215,10 +241,25 @@ def batch_sizes_are_consistent(cfg: DictConfig) -> Iterable[Problem]:
     yield from _train_batch_fills_the_gpus(cfg, train, n, n_gpus)
 
 
+def _kl_in_reward(cfg: DictConfig) -> bool:
+    return _get(cfg, "algorithm.use_kl_in_reward") is True
+
+
+def _kl_loss(cfg: DictConfig) -> bool:
+    return _get(cfg, f"{ACTOR}.use_kl_loss") is True
+
+
+def ref_in_use(cfg: DictConfig) -> bool:
+    """verl's rule: a reference policy runs for a KL term, in the reward or in the actor's loss."""
+    return _kl_in_reward(cfg) or _kl_loss(cfg)
+
+
 def _log_prob_micro_batches(cfg: DictConfig) -> Iterable[Problem]:
-    for role in (REF, ROLLOUT):
-        if _get(cfg, f"{role}.log_prob_use_dynamic_bsz") is True:
-            continue
+    """verl's validate_config checks these only with the actor's static batches, the ref's only when a
+    reference policy runs."""
+    if _get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
+        return
+    for role in (REF, ROLLOUT) if ref_in_use(cfg) else (ROLLOUT,):
         micro = _int(cfg, f"{role}.log_prob_micro_batch_size")
         per_gpu = _int(cfg, f"{role}.log_prob_micro_batch_size_per_gpu")
         if micro is not None and per_gpu is not None:
@@ -258,39 +299,106 @@ def _train_batch_fills_the_gpus(
         )
 
 
-# (key, allowed values, what it is) for values that must come from a known set.
-ENUMS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    (f"{ACTOR}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode"),
-    (f"{CRITIC}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode"),
-    ("algorithm.adv_estimator", ADV_ESTIMATORS, "an advantage estimator"),
-    (f"{ROLLOUT}.name", ROLLOUT_NAMES, "a rollout engine"),
-    (f"{ROLLOUT}.mode", ROLLOUT_MODES, "a rollout mode"),
-    ("algorithm.kl_penalty", KL_ESTIMATORS, "a KL estimator (optionally with a trailing '+')"),
-    (f"{ACTOR}.kl_loss_type", KL_ESTIMATORS, "a KL estimator (optionally with a trailing '+')"),
-    (f"{ACTOR}.router_replay.mode", ROUTER_REPLAY_MODES, "a router replay mode"),
+@dataclass(frozen=True)
+class KnownSet:
+    """A key whose value must be one of ``allowed`` (verl fails on any other), when ``used(cfg)``."""
+
+    key: str
+    allowed: tuple[str, ...]
+    what: str
+    used: Callable[[DictConfig], bool] = lambda cfg: True
+    strip_plus: bool = False
+
+
+ENUMS: tuple[KnownSet, ...] = (
+    KnownSet(f"{ACTOR}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode"),
+    KnownSet(f"{CRITIC}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode", critic_in_use),
+    KnownSet(f"{ROLLOUT}.name", ROLLOUT_NAMES, "a rollout engine verl 0.9.1 has"),
+    KnownSet(f"{ROLLOUT}.mode", ROLLOUT_MODES, "a rollout mode verl 0.9.1 has"),
+    KnownSet("algorithm.kl_penalty", KL_ESTIMATORS, "a KL estimator (optionally with a trailing '+')",
+             _kl_in_reward, strip_plus=True),
+    KnownSet(f"{ACTOR}.kl_loss_type", KL_ESTIMATORS, "a KL estimator (optionally with a trailing '+')",
+             _kl_loss, strip_plus=True),
+    *(KnownSet(key, ROUTER_REPLAY_MODES, "a router replay mode") for key in ROUTER_REPLAY_KEYS),
 )
 
 
 def values_come_from_their_known_set(cfg: DictConfig) -> Iterable[Problem]:
     from difflib import get_close_matches
 
-    for key, allowed, what in ENUMS:
-        value = _get(cfg, key)
-        if value is _UNSET:
+    for known in ENUMS:
+        value = _get(cfg, known.key)
+        if value is _UNSET or not known.used(cfg):
             continue
         text = str(value)
-        if "KL estimator" in what:
+        if known.strip_plus:
             text = text.removesuffix("+")
-        if text in allowed:
+        if value is not None and text in known.allowed:
             continue
-        close = get_close_matches(text, allowed, n=1)
+        close = get_close_matches(text, known.allowed, n=1)
+        fix = f"did you mean {known.key}={close[0]}?" if close else f"set {known.key} to one of them"
         yield Problem(
-            key=key,
-            message=f"is not {what}",
+            key=known.key,
+            message=f"is not {known.what}",
             value=value,
             show_value=True,
-            expected="one of " + ", ".join(allowed),
-            fix=f"did you mean {key}={close[0]}?" if close else f"set {key} to one of the values above",
+            expected="one of " + ", ".join(known.allowed),
+            fix=fix,
+        )
+
+
+# --- names verl looks up in registries users extend: a notice, never an error ----------------------
+
+
+@dataclass(frozen=True)
+class RegistryName:
+    """A key naming an entry of one of verl's registries, and how a user adds an entry."""
+
+    key: str
+    names: str
+    what: str
+    register_with: str
+    used: Callable[[DictConfig], bool] = lambda cfg: True
+
+
+def _registered_reward_manager(cfg: DictConfig) -> bool:
+    return _get(cfg, "reward.reward_manager.source") == "register"
+
+
+def _distillation_on(cfg: DictConfig) -> bool:
+    return _get(cfg, "distillation.enabled") is True
+
+
+REGISTRY_NAMES: tuple[RegistryName, ...] = (
+    RegistryName("algorithm.adv_estimator", "adv_estimator", "advantage estimator",
+                 "verl.trainer.ppo.core_algos.register_adv_est"),
+    RegistryName(f"{ACTOR}.policy_loss.loss_mode", "policy_loss_mode", "policy loss mode",
+                 "verl.trainer.ppo.core_algos.register_policy_loss"),
+    RegistryName("distillation.distillation_loss.policy_loss_mode", "policy_loss_mode", "policy loss mode",
+                 "verl.trainer.ppo.core_algos.register_policy_loss", _distillation_on),
+    RegistryName("reward.reward_manager.name", "reward_manager", "reward manager",
+                 "verl.experimental.reward_loop.reward_manager.register", _registered_reward_manager),
+)
+
+
+def registry_names_are_known(cfg: DictConfig) -> Iterable[str]:
+    """A name verl does not register itself must be registered by the user's code before the trainer
+    starts (verl looks it up then); say so, with verl's built-in names."""
+    from difflib import get_close_matches
+
+    for entry in REGISTRY_NAMES:
+        value = _get(cfg, entry.key)
+        if value is _UNSET or not entry.used(cfg):
+            continue
+        builtin = verl_names(entry.names)
+        if str(value) in builtin:
+            continue
+        close = get_close_matches(str(value), builtin, n=1)
+        hint = f" Did you mean {entry.key}={close[0]}?" if close else ""
+        yield (
+            f"{entry.key}={value} is not one of verl 0.9.1's built-in {entry.what}s "
+            f"({', '.join(builtin)}). verl looks it up when the trainer starts, so your code must "
+            f"register it first (with {entry.register_with}), or the run stops there.{hint}"
         )
 
 
@@ -332,6 +440,61 @@ def values_are_in_range(cfg: DictConfig) -> Iterable[Problem]:
                           expected=expected, fix=f"set {key} to {_without_note(expected)}")
 
 
+def deprecated_micro_batch_covers_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
+    """verl's ActorConfig.validate: the deprecated global ``ppo_micro_batch_size`` times the Ulysses
+    size must reach the GPU count (static batches only)."""
+    n_gpus = _n_gpus(cfg)
+    micro = _int(cfg, f"{ACTOR}.ppo_micro_batch_size")
+    if micro is None or not n_gpus or _get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
+        return
+    sp = (_int(cfg, f"{ACTOR}.ulysses_sequence_parallel_size") or 1) if _engine(cfg).name == "dp" else 1
+    if micro * sp < n_gpus:
+        yield Problem(
+            key=f"{ACTOR}.ppo_micro_batch_size",
+            message=f"({micro}) times ulysses_sequence_parallel_size ({sp}) is less than the {n_gpus} GPUs; "
+            "verl refuses it",
+            fix=f"use {ACTOR}.ppo_micro_batch_size_per_gpu instead (the global micro batch is deprecated)",
+        )
+
+
+def sequence_parallel_needs_remove_padding(cfg: DictConfig) -> Iterable[Problem]:
+    """verl's FSDPActorConfig.validate: Ulysses sequence parallelism of the actor needs padding removed."""
+    sp = _int(cfg, f"{ACTOR}.ulysses_sequence_parallel_size")
+    if _engine(cfg).name != "dp" or sp is None or sp <= 1 or _get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
+        return
+    if _get(cfg, "actor_rollout_ref.model.use_remove_padding") is not True:
+        yield Problem(
+            key=f"{ACTOR}.ulysses_sequence_parallel_size",
+            message=f"is {sp}, but actor_rollout_ref.model.use_remove_padding is not true; verl refuses "
+            "sequence parallelism of the actor/ref policy with padding kept",
+            fix="set actor_rollout_ref.model.use_remove_padding=true",
+        )
+
+
+def sampled_validation_needs_a_temperature(cfg: DictConfig) -> Iterable[Problem]:
+    """verl's validate_config: sampling validation generations needs rollout.temperature > 0."""
+    temperature = _number(cfg, f"{ROLLOUT}.temperature")
+    if _get(cfg, f"{ROLLOUT}.val_kwargs.do_sample") is True and temperature is not None and temperature <= 0:
+        yield Problem(
+            key=f"{ROLLOUT}.temperature",
+            message=f"is {temperature}, but {ROLLOUT}.val_kwargs.do_sample is true; verl needs a temperature "
+            "> 0 to sample validation generations",
+            fix=f"raise {ROLLOUT}.temperature, or set {ROLLOUT}.val_kwargs.do_sample=false",
+        )
+
+
+def custom_reward_function_is_named(cfg: DictConfig) -> Iterable[Problem]:
+    """verl loads ``reward.custom_reward_function.name`` from the file at ``path`` and asserts it is set."""
+    path = _get(cfg, "reward.custom_reward_function.path")
+    if isinstance(path, str) and path and _get(cfg, "reward.custom_reward_function.name") is None:
+        yield Problem(
+            key="reward.custom_reward_function.name",
+            message=f"is null, but reward.custom_reward_function.path is set ({path}); verl needs the "
+            "name of the function to load from that file",
+            fix="set reward.custom_reward_function.name, e.g. compute_score",
+        )
+
+
 # Paths a run cannot start without; a null or empty value here fails only after resources are up.
 REQUIRED_PATHS = ("actor_rollout_ref.model.path", "data.train_files")
 
@@ -353,5 +516,12 @@ RULES: tuple[Rule, ...] = (
     batch_sizes_are_consistent,
     values_come_from_their_known_set,
     values_are_in_range,
+    deprecated_micro_batch_covers_the_gpus,
+    sequence_parallel_needs_remove_padding,
+    sampled_validation_needs_a_temperature,
+    custom_reward_function_is_named,
     required_paths_are_set,
 )
+
+# This module's notices, in the order they warn.
+NOTICES: tuple[Notice, ...] = (registry_names_are_known,)

@@ -255,6 +255,15 @@ class _Pipeline:
             )
             for dropped in report.dropped
         ]
+        events += [
+            _Event(
+                report.step,
+                (key,),
+                f"roles step: follows {key.replace('critic.', 'actor_rollout_ref.actor.', 1)} "
+                "(shared placement: the critic takes the actor's parallel layout where it sets none)",
+            )
+            for key in report.followed
+        ]
         return events
 
     def _file_setting(self, key: str) -> str:
