@@ -1,0 +1,181 @@
+"""The validation rules refuse what verl 0.9.1 refuses, and only that; registry names are warnings.
+
+Every case goes through ``verl_roles.compose`` (the CLI's path) or the CLI itself.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from conftest import assert_user_error, run
+
+import verl_roles
+from verl_roles.schema import verl_names
+
+MEGATRON = "model_engine=megatron"
+ACTOR = "actor_rollout_ref.actor"
+ROLLOUT = "actor_rollout_ref.rollout"
+
+
+def compose_quietly(overrides: list[str]) -> tuple[object, list[str]]:
+    """The composed config and every warning message it raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cfg = verl_roles.compose(overrides)
+    return cfg, [str(w.message) for w in caught]
+
+
+def problems(overrides: list[str]) -> dict[str, str]:
+    with pytest.raises(verl_roles.ConfigError) as info:
+        compose_quietly(overrides)
+    return {p.key: p.render() for p in info.value.problems}
+
+
+# --- names verl looks up in registries users extend --------------------------------------------------
+
+REGISTRY_KEYS = {
+    "adv_estimator": "algorithm.adv_estimator",
+    "policy_loss_mode": "actor_rollout_ref.actor.policy_loss.loss_mode",
+    "reward_manager": "reward.reward_manager.name",
+}
+
+
+@pytest.mark.parametrize(
+    ("names", "name"),
+    [(names, name) for names in REGISTRY_KEYS for name in verl_names(names)],
+)
+def test_every_name_verl_registers_composes_without_a_warning(names, name):
+    _, messages = compose_quietly([f"{REGISTRY_KEYS[names]}={name}"])
+    assert [m for m in messages if "built-in" in m] == []
+
+
+@pytest.mark.parametrize("names", list(REGISTRY_KEYS))
+def test_an_unknown_registry_name_is_a_warning_naming_verls_list(names):
+    key = REGISTRY_KEYS[names]
+    _, messages = compose_quietly([f"{key}=my_own_entry"])
+    (message,) = [m for m in messages if "built-in" in m]
+    assert message.startswith(f"{key}=my_own_entry is not one of verl 0.9.1's built-in")
+    assert ", ".join(verl_names(names)) in message
+    assert "register" in message
+
+
+def test_a_near_miss_names_the_likely_estimator():
+    _, messages = compose_quietly(["algorithm.adv_estimator=grpoo"])
+    assert any("Did you mean algorithm.adv_estimator=grpo?" in m for m in messages)
+
+
+def test_a_reward_manager_loaded_from_a_module_is_not_looked_up():
+    _, messages = compose_quietly(
+        ["reward.reward_manager.source=importlib", "reward.reward_manager.name=anything"]
+    )
+    assert [m for m in messages if "built-in" in m] == []
+
+
+def test_an_unknown_estimator_trains_no_critic_as_in_verl():
+    _, messages = compose_quietly(["algorithm.adv_estimator=my_est", "critic.optim.lr=3e-5"])
+    assert any("the critic is not used" in m and "critic.optim.lr" in m for m in messages)
+
+
+def test_the_cli_prints_the_warning_and_writes_the_run(in_tmp):
+    result = run(["algorithm.adv_estimator=my_est", "hydra.run.dir=out"], cwd=in_tmp)
+    assert result.returncode == 0, result.stderr
+    assert "verl_roles warning: algorithm.adv_estimator=my_est is not one of" in result.stderr
+    assert (in_tmp / "out" / "resolved.yaml").is_file()
+
+
+# --- lists verl checks -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", verl_names("loss_agg_mode"))
+@pytest.mark.parametrize("role", ["actor_rollout_ref.actor", "critic"])
+def test_every_loss_agg_mode_verl_checks_composes(role, mode):
+    compose_quietly([f"{role}.loss_agg_mode={mode}"])
+
+
+def test_an_unknown_loss_agg_mode_is_refused_with_verls_list():
+    text = problems([f"{ACTOR}.loss_agg_mode=token-avg"])[f"{ACTOR}.loss_agg_mode"]
+    assert "token-sum" in text and "seq-mean-token-sum-norm" in text
+
+
+def test_the_critic_loss_agg_mode_is_not_checked_without_a_critic():
+    compose_quietly(["algorithm.adv_estimator=grpo", "critic.loss_agg_mode=anything"])
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("actor_rollout_ref.rollout.name=hf", "vllm, sglang, trtllm"),
+        ("actor_rollout_ref.rollout.name=null", "vllm, sglang, trtllm"),
+        ("actor_rollout_ref.rollout.mode=sync", "async"),
+    ],
+)
+def test_a_rollout_engine_verl_does_not_have_is_refused(override, expected):
+    key = override.partition("=")[0]
+    assert expected in problems([override])[key]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "refused"),
+    [
+        (["algorithm.kl_penalty=full"], False),
+        (["algorithm.kl_penalty=full", "algorithm.use_kl_in_reward=true"], True),
+        (["algorithm.kl_penalty=k3+", "algorithm.use_kl_in_reward=true"], False),
+        ([f"{ACTOR}.kl_loss_type=bogus", f"{ACTOR}.use_kl_loss=false"], False),
+        ([f"{ACTOR}.kl_loss_type=bogus", f"{ACTOR}.use_kl_loss=true"], True),
+        ([f"{ACTOR}.kl_loss_type=low_var_kl+", f"{ACTOR}.use_kl_loss=true"], False),
+    ],
+)
+def test_kl_estimators_are_checked_only_where_a_kl_is_computed(overrides, refused):
+    if refused:
+        assert "KL estimator" in " ".join(problems(overrides).values())
+    else:
+        compose_quietly(overrides)
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["actor_rollout_ref.actor.megatron.router_replay.mode", "critic.megatron.router_replay.mode"],
+)
+def test_router_replay_mode_is_checked_in_every_megatron_block(key):
+    assert "disabled, R2, R3" in problems([MEGATRON, f"{key}=R4"])[key]
+
+
+# --- verl's own refusals -----------------------------------------------------------------------------
+
+
+def test_log_prob_micro_batches_set_twice_on_the_ref_matter_only_when_a_ref_runs():
+    ref = "actor_rollout_ref.ref"
+    both = [f"{ref}.log_prob_micro_batch_size=8", f"{ref}.log_prob_micro_batch_size_per_gpu=2"]
+    compose_quietly([*both, f"{ACTOR}.use_kl_loss=false", "algorithm.use_kl_in_reward=false"])
+    assert f"{ref}.log_prob_micro_batch_size" in problems([*both, f"{ACTOR}.use_kl_loss=true"])
+
+
+def test_the_deprecated_global_micro_batch_must_cover_the_gpus():
+    text = problems([f"{ACTOR}.ppo_micro_batch_size=4", f"{ACTOR}.ppo_mini_batch_size=8"])
+    assert "is less than the 8 GPUs" in text[f"{ACTOR}.ppo_micro_batch_size"]
+    compose_quietly([f"{ACTOR}.ppo_micro_batch_size=8", f"{ACTOR}.ppo_mini_batch_size=8"])
+
+
+def test_sequence_parallelism_needs_padding_removed_under_dp():
+    sp = f"{ACTOR}.ulysses_sequence_parallel_size=2"
+    text = problems([sp, "actor_rollout_ref.model.use_remove_padding=false"])
+    assert "use_remove_padding=true" in text[f"{ACTOR}.ulysses_sequence_parallel_size"]
+    compose_quietly([sp, "actor_rollout_ref.model.use_remove_padding=true"])
+
+
+def test_sampled_validation_needs_a_positive_temperature():
+    text = problems([f"{ROLLOUT}.val_kwargs.do_sample=true", f"{ROLLOUT}.temperature=0"])
+    assert "val_kwargs.do_sample" in text[f"{ROLLOUT}.temperature"]
+
+
+def test_a_custom_reward_file_needs_a_function_name():
+    text = problems(["reward.custom_reward_function.path=/r.py", "reward.custom_reward_function.name=null"])
+    assert "compute_score" in text["reward.custom_reward_function.name"]
+    compose_quietly(["reward.custom_reward_function.name=null"])
+
+
+def test_the_cli_refuses_with_one_paragraph_and_writes_nothing(in_tmp):
+    result = run(["actor_rollout_ref.rollout.name=hf", "hydra.run.dir=out"], cwd=in_tmp)
+    assert_user_error(result, f"{ROLLOUT}.name: is not a rollout engine verl 0.9.1 has", "'hf'")
+    assert not (in_tmp / "out" / "resolved.yaml").exists()
