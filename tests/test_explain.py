@@ -178,6 +178,16 @@ def test_slime_file_value_is_the_last_step(slime_file):
     assert sources(explained)[-1] == ("command line `critic.optim.lr=4e-5`", 4e-5)
 
 
+def test_critic_following_the_actor_layout_is_a_roles_step():
+    overrides = [MEGATRON, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"]
+    with pytest.warns(verl_roles.ConfigWarning, match="follows the actor's parallel layout"):
+        explained = explain.explain("critic.megatron.tensor_model_parallel_size", overrides)
+    assert explained.value == 2
+    step, raw = sources(explained)[-1]
+    assert step.startswith("roles step: follows actor_rollout_ref.actor.megatron.tensor_model_parallel_size")
+    assert raw == "${actor_rollout_ref.actor.megatron.tensor_model_parallel_size}"
+
+
 def test_legacy_key_in_a_user_file_is_moved_to_its_current_key(user_conf):
     with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank is a deprecated key"):
         new, old = explain.explain_many(
