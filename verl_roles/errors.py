@@ -89,6 +89,14 @@ class ConfigError(VerlRolesError):
             raise ValueError("ConfigError needs at least one problem")
         super().__init__(self.render())
 
+    def headline(self) -> str:
+        """The error on one short line, for tables and summaries: the first problem's key and what is
+        wrong with it, and how many more problems there are (the full text is :meth:`render`)."""
+        first = self.problems[0]
+        more = len(self.problems) - 1
+        also = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        return " ".join(f"{first.key}: {_sentence(first.message.rstrip().rstrip('.') + also)}".split())
+
     def render(self) -> str:
         if len(self.problems) == 1:
             return self.problems[0].render()
