@@ -16,6 +16,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "migrate": ("migrate", "print the modern equivalent of a legacy command line"),
     "explain": ("explain", "a key's value and every file, role and override that set it"),
     "export-slime": ("export_slime", "a config's per-role differences as slime's per-role YAML"),
+    "keys": ("keys", "list keys with their type, default and the comment above them in conf/: keys [GLOB]"),
+    "roles": ("roles", "one table of the keys whose values differ between actor, ref, critic and rollout"),
     "show": ("show", "the config the main job runs with (its resolved.yaml), or one role or some keys of it"),
 }
 

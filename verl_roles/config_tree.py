@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.plugins import Plugins
 
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.layout import SELECTABLE_GROUPS
 
 
 def _find_conf_dir() -> Path:
@@ -65,20 +66,40 @@ def _sub_directories(tops: Iterable[Path]) -> set[str]:
     return found
 
 
-def _config_store_groups() -> set[str]:
+def _config_store_entries() -> tuple[set[str], dict[str, set[str]]]:
     """The groups registered in Hydra's config store (``hydra/launcher``, ``hydra/sweeper``, and those
-    of launcher and sweeper plugins, which register on plugin discovery)."""
+    of launcher and sweeper plugins, which register on plugin discovery), and each one's options."""
     Plugins.instance()
-    found: set[str] = set()
+    groups: set[str] = set()
+    options: dict[str, set[str]] = {}
 
-    def walk(node: dict, prefix: str) -> None:
+    def walk(node: dict, group: str) -> None:
         for name, child in node.items():
             if isinstance(child, dict):
-                found.add(prefix + name)
-                walk(child, prefix + name + "/")
+                path = f"{group}/{name}" if group else name
+                groups.add(path)
+                walk(child, path)
+            elif group and name.endswith(".yaml"):
+                options.setdefault(group, set()).add(name[: -len(".yaml")])
 
     walk(ConfigStore.instance().repo, "")
-    return found
+    return groups, options
+
+
+def _config_store_groups() -> set[str]:
+    return _config_store_entries()[0]
+
+
+@cache
+def _shipped_groups() -> frozenset[str]:
+    return frozenset(_sub_directories([CONF_DIR]))
+
+
+def is_internal_group(name: str) -> bool:
+    """A directory of the shipped tree that the engine and role options mount (``actor``, ``engine``,
+    ``optim``...), never chosen on the command line: neither a selectable group nor a folder holding one."""
+    selectable = name in SELECTABLE_GROUPS or any(g.startswith(name + "/") for g in SELECTABLE_GROUPS)
+    return name in _shipped_groups() and not selectable
 
 
 def config_dir_path(typed: str) -> str:
@@ -133,6 +154,33 @@ class ConfigTree:
         if name in self._groups:
             return True
         return name.partition("/")[0] == "hydra" and name in self._hydra_groups
+
+    def selectable_groups(self) -> dict[str, list[str]]:
+        """The groups a user picks an option of, with their options: the engine and role groups
+        (:data:`verl_roles.layout.SELECTABLE_GROUPS`, options from every directory, so a
+        ``--config-dir`` role option is listed), then the groups only a user's directory has."""
+        shipped = frozenset(_sub_directories([self.directories[0]]))
+        found = {group: self.options(group) for group in SELECTABLE_GROUPS}
+        for group in self.groups_with_options():
+            if group not in shipped and group not in found:
+                found[group] = self.options(group)
+        return found
+
+
+    def hydra_groups_with_options(self) -> dict[str, list[str]]:
+        """Hydra's own groups (``hydra/launcher``, ...) that have options, and their options, sorted:
+        the files of Hydra's config package and what Hydra's plugins register."""
+        hydra_conf = source_directory(HYDRA_CONF)
+        found: dict[str, set[str]] = {}
+        if hydra_conf is not None:
+            for group in _sub_directories([hydra_conf]):
+                stems = {p.stem for p in (hydra_conf / group).iterdir() if p.suffix in (".yaml", ".yml")}
+                if stems:
+                    found.setdefault(group, set()).update(stems)
+        for group, names in _config_store_entries()[1].items():
+            if group.startswith("hydra/"):
+                found.setdefault(group, set()).update(names)
+        return {group: sorted(names) for group, names in sorted(found.items())}
 
     def groups_with_options(self) -> list[str]:
         """The groups a user picks an option of (a directory holding at least one config file), sorted."""

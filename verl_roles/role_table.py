@@ -46,12 +46,29 @@ def compared_roles(cfg: DictConfig) -> list[str]:
     return [role for role in ROLE_COLUMNS if role != "critic" or critic_in_use(cfg)]
 
 
+# A role whose engine block has another name than the actor's, per engine: the FSDP critic's `fsdp` is
+# the actor's and the ref's `fsdp_config`. Rows use the actor's name.
+_BLOCK_NAMES: dict[str, dict[str, str]] = {"dp": {"critic": "fsdp"}}
+_ACTOR_BLOCK: dict[str, str] = {"dp": "fsdp_config"}
+
+
+def _role_leaves(cfg: DictConfig, role: str) -> dict[str, object]:
+    """A role's leaves relative to its section, its engine block named as the actor's."""
+    leaves = _leaves(OmegaConf.to_container(OmegaConf.select(cfg, ROLE_SECTIONS[role]), resolve=True))
+    engine = str(cfg.get("model_engine"))
+    block = _BLOCK_NAMES.get(engine, {}).get(role)
+    if block is None:
+        return leaves
+    actor_block = _ACTOR_BLOCK[engine]
+    return {
+        f"{actor_block}.{key[len(block) + 1:]}" if key.startswith(block + ".") else key: value
+        for key, value in leaves.items()
+    }
+
+
 def role_rows(cfg: DictConfig, roles: Sequence[str]) -> list[RoleRow]:
     """The keys at least two of ``roles`` have, with different values, sorted by key."""
-    leaves = {
-        role: _leaves(OmegaConf.to_container(OmegaConf.select(cfg, ROLE_SECTIONS[role]), resolve=True))
-        for role in roles
-    }
+    leaves = {role: _role_leaves(cfg, role) for role in roles}
     keys = sorted({key for values in leaves.values() for key in values})
     rows = []
     for key in keys:
@@ -63,24 +80,26 @@ def role_rows(cfg: DictConfig, roles: Sequence[str]) -> list[RoleRow]:
     return rows
 
 
-def _cell(value: object) -> str:
+def cell(value: object) -> str:
+    """A value on one line, as YAML writes it in flow style (null, true, [a, b], {k: v})."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, list):
-        return "[" + ", ".join(_cell(item) for item in value) + "]"
+        return "[" + ", ".join(cell(item) for item in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_cell(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}: {cell(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 
 def render_table(rows: Sequence[RoleRow], roles: Sequence[str]) -> str:
     """An aligned text table: a header, then one line per row (``-`` where a role has no such key)."""
     header = ["key", *roles]
-    lines = [[row.key, *(_cell(row.values[r]) if r in row.values else MISSING for r in roles)] for row in rows]
+    lines = [[row.key, *(cell(row.values[r]) if r in row.values else MISSING for r in roles)]
+             for row in rows]
     widths = [max(len(line[i]) for line in [header, *lines]) for i in range(len(header))]
     return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
         for line in [header, *lines]
     )

@@ -131,7 +131,7 @@ def apply_roles(cfg: DictConfig, command: CommandLine, choices: Mapping[str, str
     ignored = list(_ignored_critic_overrides(cfg, path, entries, sources))
     if ignored:
         warn(
-            f"the critic is not used ({_critic_off_reason(cfg)}), so verl ignores every critic setting: "
+            f"the critic is not used ({critic_off_reason(cfg)}), so verl ignores every critic setting: "
             f"{'; '.join(ignored)} will have no effect. Remove them, or train a critic with "
             "algorithm.adv_estimator=gae (or critic.enable=true)."
         )
@@ -261,7 +261,8 @@ def _apply_slime(
     return tuple(values)
 
 
-def _critic_off_reason(cfg: DictConfig) -> str:
+def critic_off_reason(cfg: DictConfig) -> str:
+    """Why no critic is trained (for a config where :func:`critic_in_use` is false)."""
     enable = cfg.critic.get("enable")
     if enable is not None:
         return f"critic.enable={enable}"

@@ -23,8 +23,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_roles.cmdline import EXPERIMENTAL_RERUN, CommandLine
+from verl_roles.cmdline import EXPERIMENTAL_RERUN, HELP, CommandLine
 from verl_roles.commands import sweep
+from verl_roles.commands.main_help import main_help
 from verl_roles.commands.reporting import report, run_reporting_errors
 from verl_roles.commands.show import composition_note, mark_hydra_copy, shows_composition
 from verl_roles.errors import ConfigError, Problem, VerlRolesError
@@ -116,6 +117,9 @@ def _invoke(args: list[str]) -> None:
     # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
     # for every job of a sweep alike.
     command = read_command_line(CommandLine.parse(args)).command
+    if command.flag(HELP) is not None:
+        print(main_help(command))
+        return
     if command.flag(EXPERIMENTAL_RERUN) is not None:
         raise ConfigError([Problem(
             key="--experimental-rerun",

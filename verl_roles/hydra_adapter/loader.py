@@ -56,6 +56,7 @@ from hydra._internal.defaults_list import DefaultsList
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
 from hydra.core.default_element import ResultDefault
+from hydra.core.object_type import ObjectType
 from hydra.core.override_parser.types import Override
 from hydra.core.plugins import Plugins
 from hydra.core.utils import setup_globals
@@ -67,7 +68,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles.cmdline import hydra_parse
-from verl_roles.config_tree import CONF_DIR
+from verl_roles.config_tree import CONF_DIR, is_internal_group
 from verl_roles.errors import one_paragraph
 from verl_roles.hydra_adapter.nodes import key_paths
 from verl_roles.hydra_adapter.yaml_dialect import load_yaml
@@ -365,6 +366,20 @@ class SweepConfigLoader(ConfigLoaderImpl):
                 self.sweep_dir = None  # Hydra reports it when the launcher resolves the directory
         return cfg
 
+    def get_group_options(
+        self,
+        group_name: str,
+        results_filter: ObjectType | None = ObjectType.CONFIG,
+        config_name: str | None = None,
+        overrides: list[str] | None = None,
+    ) -> list[str]:
+        """Hydra's listing of a group's options or sub-groups (what shell completion offers), without
+        the internal groups the engine and role options mount: they fail when chosen."""
+        options = super().get_group_options(group_name, results_filter, config_name, overrides)
+        if results_filter != ObjectType.GROUP:
+            return options
+        return [o for o in options if not is_internal_group(f"{group_name}/{o}" if group_name else o)]
+
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
         try:
             return super().load_sweep_config(master_config, sweep_overrides)
@@ -557,6 +572,21 @@ def composed_key_paths(
     except Exception:  # noqa: BLE001 - best effort: without a key set we just give no suggestion
         return frozenset()
     return frozenset([*key_paths(cfg), f"{ENGINE_KEY}={cfg.get(ENGINE_KEY, DEFAULT_ENGINE)}"])
+
+
+def defaults_files(
+    config_name: str, overrides: Sequence[str], config_dir: str | None = None
+) -> list[tuple[str, str]]:
+    """(config path, package) of every config file of the defaults list, Hydra's own excepted, in merge
+    order (package ``""`` is the top level). The memoized defaults list: no file is loaded again."""
+    with _COMPOSE_LOCK, version_base_1_3(), _defaults_list_memo():
+        loader = _private_loader(config_dir)
+        defaults = loader.compute_defaults_list(config_name, list(overrides), RunMode.RUN)
+    return [
+        (d.config_path, d.package or "")
+        for d in defaults.defaults
+        if d.config_path is not None and not d.config_path.startswith("hydra/")
+    ]
 
 
 @dataclass(frozen=True)

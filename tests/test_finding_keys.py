@@ -1,0 +1,156 @@
+"""A way around ~900 keys: `verl-roles keys`, `verl-roles roles`, the main job's --help and shell
+completion through the `verl-roles-main` console script."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import CONF, assert_user_error, cli_env, main_in_process, run, write
+
+from verl_roles.cli import main as cli
+
+MEGATRON = "model_engine=megatron"
+
+
+def comment_above(file: Path, field: str) -> str:
+    """The comment line right above ``field:`` in a config file, read independently of verl_roles."""
+    lines = file.read_text(encoding="utf-8").splitlines()
+    index = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{field}:"))
+    return lines[index - 1].strip().lstrip("#").strip()
+
+
+def keys_output(capsys, *args: str) -> list[str]:
+    assert cli(["keys", *args]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_keys_lists_type_default_and_the_comment_above_each_field(capsys):
+    assert keys_output(capsys, "actor_rollout_ref.actor.optim.lr", "trainer.nnodes") == [
+        "actor_rollout_ref.actor.optim.lr: float = 1e-06",
+        f"    {comment_above(CONF / 'optim/fsdp.yaml', 'lr')}",
+        "trainer.nnodes: int = 1",
+        f"    {comment_above(CONF / 'trainer/trainer.yaml', 'nnodes')}",
+    ]
+
+
+def test_keys_of_an_engine_show_interpolations_and_what_they_resolve_to(capsys):
+    lines = keys_output(capsys, "critic.megatron.param_offload", MEGATRON)
+    assert lines == [
+        "critic.megatron.param_offload: bool = ${megatron.param_offload} (false)",
+        f"    {comment_above(CONF / 'engine/megatron_role.yaml', 'param_offload')}",
+    ]
+    # A section's name lists every key under it.
+    lines = keys_output(capsys, "megatron", MEGATRON)
+    assert "megatron.tensor_model_parallel_size: int = 1" in lines
+    assert not any(line.startswith("critic.") for line in lines)
+
+
+@pytest.mark.parametrize("engine", ["dp", "megatron"])
+def test_every_key_has_its_comment(capsys, engine):
+    lines = keys_output(capsys, f"model_engine={engine}")
+    keys = [i for i, line in enumerate(lines) if not line.startswith(" ")]
+    assert len(keys) > 600
+    uncommented = [lines[i] for i in keys if i + 1 >= len(lines) or not lines[i + 1].startswith("    ")]
+    assert uncommented == []
+
+
+def test_keys_read_the_comments_of_a_users_role_option(tmp_path: Path, capsys):
+    write(
+        tmp_path / "myconf/role/critic/slow.yaml",
+        "# @package critic\n# A slow critic (this header documents no field).\n\noptim:\n\n"
+        "  # Half the stock critic rate.\n  lr: 5.0e-06\n\n  # A note: |\n  betas: [0.9, 0.95]\n",
+    )
+    config_dir = str(tmp_path / "myconf")
+    wanted = ["critic.optim.lr", "critic.optim.betas", "role/critic=slow"]
+    lines = keys_output(capsys, "--config-dir", config_dir, *wanted)
+    assert lines == [
+        "critic.optim.lr: float = 5e-06",
+        "    Half the stock critic rate.",
+        "critic.optim.betas: tuple[float, float] = [0.9, 0.95]",
+        "    A note: |",
+    ]
+
+
+def test_keys_mistakes(tmp_path: Path):
+    assert_user_error(
+        run(["keys", "megatron.tensor*"], cwd=tmp_path, module="verl_roles.cli"),
+        "megatron.tensor*: matches no key", "add model_engine=megatron",
+    )
+    assert_user_error(run(["keys", "--role", "x"], cwd=tmp_path, module="verl_roles.cli"),
+                      "--role: is not an option of keys")
+
+
+def test_roles_prints_one_table_of_the_differences(capsys):
+    assert cli(["roles", MEGATRON, "critic.megatron.param_offload=true"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["key", "actor", "ref", "critic", "rollout"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
+    assert rows["megatron.param_offload"] == ["false", "false", "true", "-"]
+    assert rows["optim.lr"] == ["1e-06", "-", "1e-05", "-"]
+    # Keys every role has with one value are not shown.
+    assert "megatron.tensor_model_parallel_size" not in rows
+
+
+def test_roles_aligns_the_fsdp_critic_block_and_leaves_out_an_untrained_critic(capsys):
+    assert cli(["roles", "critic.fsdp.param_offload=true"]) == 0
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["fsdp_config.param_offload"] == ["false", "false", "true", "-"]
+    assert cli(["roles", "algorithm.adv_estimator=grpo"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["key", "actor", "ref", "rollout"]
+    assert lines[-1] == (
+        "(critic left out: it is not trained, algorithm.adv_estimator=grpo trains no critic; only gae does)"
+    )
+
+
+def test_main_help_lists_only_the_groups_a_user_picks(tmp_path: Path, capsys):
+    option = "# @package critic\nmegatron:\n  param_offload: true\n"
+    write(tmp_path / "myconf/role/critic/offload.yaml", option)
+    code, out, err = main_in_process(["--help", "--config-dir", str(tmp_path / "myconf")], tmp_path, capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) < 60
+    listed = [line.split(None, 1) for line in lines if line.startswith(("  model", "  role", "  hydra/"))]
+    groups = {name: options for name, options in listed}
+    assert groups["model_engine"] == "dp, fsdp, megatron"
+    assert groups["role/critic"] == "default, offload"
+    assert "basic" in groups["hydra/launcher"]
+    for internal in ("actor", "engine", "lora", "optim", "profiler", "rollout"):
+        assert not any(line.strip().startswith(f"{internal} ") for line in lines), internal
+    assert not (tmp_path / "out").exists()
+
+
+def console_script(name: str) -> Path:
+    script = Path(sys.executable).parent / name
+    if not script.exists():
+        pytest.skip(f"{name} is not installed next to {sys.executable}")
+    return script
+
+
+def test_shell_completion_through_the_console_script(tmp_path: Path):
+    main_script = console_script("verl-roles-main")
+    install = subprocess.run([str(main_script), "-sc", "install=bash"], cwd=tmp_path, env=cli_env(),
+                             capture_output=True, text=True, timeout=120)
+    assert install.returncode == 0, install.stderr
+    assert install.stdout.rstrip().endswith("-F hydra_bash_completion verl-roles-main")
+
+    def complete(line: str) -> list[str]:
+        env = {**cli_env(), "COMP_LINE": line, "COMP_POINT": str(len(line))}
+        query = subprocess.run([str(main_script), "-sc", "query=bash"], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=120)
+        assert query.returncode == 0, query.stderr
+        return query.stdout.split()
+
+    top = complete("verl-roles-main ")
+    assert {"model_engine=", "role/", "trainer.", "hydra/"} <= set(top) | {"hydra/"}
+    assert not {"actor=", "engine=", "lora=", "optim="} & set(top)
+    assert complete("verl-roles-main model_engine=") == ["model_engine=dp", "model_engine=fsdp",
+                                                        "model_engine=megatron"]
+    assert complete("verl-roles-main model_engine=megatron megatron.tensor_m") == [
+        "megatron.tensor_model_parallel_size="
+    ]
+    assert os.access(main_script, os.X_OK)

@@ -1,0 +1,162 @@
+"""``verl-roles keys [GLOB...] [overrides...]``: the keys of the config with their type, default and the
+comment written above them in the config files.
+
+The config is composed as the main job composes it (the overrides choose the engine and role options,
+which decide which keys exist and their defaults), but not finalized: the default shown is what the
+config files give, an interpolation as written and what it resolves to. ``verl-roles show`` prints the
+final values.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from verl_roles import paths
+from verl_roles.cmdline import CONFIG_FLAGS, HELP, CommandLine, FlagSpec
+from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.commands.show import matches
+from verl_roles.config_tree import ConfigTree
+from verl_roles.errors import ConfigError, Problem
+from verl_roles.hydra_adapter.loader import compose_with_choices, defaults_files
+from verl_roles.key_docs import MountedFile, key_comments
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
+from verl_roles.legacy import read_command_line
+from verl_roles.role_table import cell
+from verl_roles.schema import declared_types
+from verl_roles.wording import LIBRARY_ERRORS, raise_translated
+
+USAGE = """usage: verl-roles keys [GLOB...] [--config-name NAME] [--config-dir DIR] [overrides...]
+
+List the keys of the config that match GLOB (every key without one): each with its type, its default
+and the comment above it in the config files. GLOB uses * and ? as in the shell and matches the whole
+dotted key; a section's name matches every key under it. Overrides choose what is composed, e.g.
+model_engine=megatron for the Megatron keys, role/critic=NAME for a role option of your --config-dir.
+The default is what the config files give (an interpolation as written, then its value); the final
+values of a run are what `verl-roles show` prints.
+
+examples:
+  verl-roles keys '*.optim.lr'
+  verl-roles keys 'megatron.*parallel*' model_engine=megatron
+  verl-roles keys critic.megatron model_engine=megatron"""
+
+FLAGS: tuple[FlagSpec, ...] = (HELP, *CONFIG_FLAGS)
+
+
+@dataclass(frozen=True)
+class KeyEntry:
+    """One key: its dotted path, declared type, default as written, resolved default and comment."""
+
+    key: str
+    type: str
+    raw: object
+    resolved: object
+    comment: str
+
+    def render(self) -> str:
+        default = cell(self.raw)
+        if isinstance(self.raw, str) and "${" in self.raw and self.resolved is not _UNRESOLVED:
+            default += f" ({cell(self.resolved)})"
+        head = f"{self.key}: {self.type} = {default}"
+        return f"{head}\n    {self.comment}" if self.comment else head
+
+
+_UNRESOLVED = object()
+
+
+def run(args: list[str]) -> int:
+    """The ``verl-roles keys`` command."""
+    args = list(args)
+    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
+        print(USAGE)
+        return 0
+    return run_reporting_errors(lambda: sys.stdout.write(listing(*parse_args(args))), args)
+
+
+def parse_args(args: Sequence[str]) -> tuple[CommandLine, list[str]]:
+    """The command line to compose and the key patterns (the arguments without ``=``)."""
+    command = CommandLine.parse(args, FLAGS)
+    problems = command.flag_problems("keys")
+    if problems:
+        raise ConfigError(problems)
+    patterns = [word.text for word in command.bare_words()]
+    rest = command.rewritten(lambda o: [] if o.is_bare_word else None)
+    return rest, patterns
+
+
+def key_entries(command: CommandLine) -> list[KeyEntry]:
+    """Every key of the composition of ``command``, in config order."""
+    command = read_command_line(command).command
+    config_dir = command.config_dir_path()
+    try:
+        cfg, _ = compose_with_choices(command.config_name, command.texts(), config_dir)
+        files = defaults_files(command.config_name, command.texts(), config_dir)
+    except LIBRARY_ERRORS as error:
+        raise_translated(error, command)
+    comments = key_comments(_mounted(files, command.tree))
+    types = declared_types(str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE)))
+    container = OmegaConf.to_container(cfg, resolve=False)
+    entries = []
+    for path, raw in paths.leaves(container):
+        key = paths.dotted(path)
+        declared = types.get(key)
+        entries.append(
+            KeyEntry(
+                key=key,
+                type=declared.text if declared is not None else _type_name(raw),
+                raw=raw,
+                resolved=_resolved(cfg, key),
+                comment=comments.get(key, ""),
+            )
+        )
+    return entries
+
+
+def _mounted(files: Sequence[tuple[str, str]], tree: ConfigTree) -> list[MountedFile]:
+    """Each file of the defaults list on disk, found as Hydra finds it (the first directory of the
+    search path that has it: the shipped tree, then --config-dir)."""
+    mounted = []
+    for config_path, package in files:
+        for directory in tree.directories:
+            candidate = Path(directory) / f"{config_path}.yaml"
+            if candidate.is_file():
+                mounted.append(MountedFile(candidate, package))
+                break
+    return mounted
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "Any"
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _resolved(cfg: DictConfig, key: str) -> object:
+    try:
+        value = OmegaConf.select(cfg, key, throw_on_missing=False)
+    except Exception:  # noqa: BLE001 - an interpolation that cannot resolve yet shows as written
+        return _UNRESOLVED
+    if isinstance(value, DictConfig | ListConfig):
+        return OmegaConf.to_container(value, resolve=True)
+    return value
+
+
+def listing(command: CommandLine, patterns: Sequence[str]) -> str:
+    """The text ``verl-roles keys`` prints: the matching entries, one block each."""
+    entries = key_entries(command)
+    if patterns:
+        entries = [e for e in entries if any(matches(e.key, p) for p in patterns)]
+        if not entries:
+            raise ConfigError([Problem(
+                key=" ".join(patterns),
+                message="matches no key of the config",
+                fix="patterns use * and ? as in the shell and match the whole key, e.g. '*.optim.lr' or "
+                "'critic.megatron'; an engine's keys exist only with it (add model_engine=megatron)",
+            )])
+    return "".join(entry.render() + "\n" for entry in entries)

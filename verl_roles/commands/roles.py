@@ -1,0 +1,62 @@
+"""``verl-roles roles [overrides...]``: the roles side by side, one row per key whose value differs.
+
+The config is the one the main job runs with (:func:`verl_roles.compose`); the rows are
+:func:`verl_roles.role_table.role_rows`. A critic the algorithm does not train is left out, and the
+table says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from verl_roles.api import compose
+from verl_roles.cmdline import CONFIG_FLAGS, HELP, CommandLine, FlagSpec
+from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.errors import ConfigError, Problem
+from verl_roles.role_table import ROLE_COLUMNS, compared_roles, render_table, role_rows
+from verl_roles.roles import critic_off_reason
+
+USAGE = """usage: verl-roles roles [--config-name NAME] [--config-dir DIR] [overrides...]
+
+Compose the config the main job would run with and print one table of the keys whose values differ
+between the roles: actor, ref, critic, and the rollout for the keys it shares with them. Keys are
+relative to each role's section (optim.lr is actor_rollout_ref.actor.optim.lr for the actor and
+critic.optim.lr for the critic); `-` marks a role without that key. A key only one role has, or with
+the same value in every role, is not shown. A critic the algorithm does not train is left out.
+
+example: verl-roles roles model_engine=megatron critic.megatron.param_offload=true"""
+
+FLAGS: tuple[FlagSpec, ...] = (HELP, *CONFIG_FLAGS)
+
+
+def run(args: list[str]) -> int:
+    """The ``verl-roles roles`` command."""
+    args = list(args)
+    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
+        print(USAGE)
+        return 0
+    return run_reporting_errors(lambda: print(side_by_side(parse_args(args))), args)
+
+
+def parse_args(args: Sequence[str]) -> CommandLine:
+    command = CommandLine.parse(args, FLAGS)
+    problems = command.flag_problems("roles")
+    problems += [
+        Problem(key=word.text, message="is not an override (KEY=VALUE)", fix="see `verl-roles roles --help`")
+        for word in command.bare_words()
+    ]
+    if problems:
+        raise ConfigError(problems)
+    return command
+
+
+def side_by_side(command: CommandLine) -> str:
+    """The table ``verl-roles roles`` prints for ``command``."""
+    cfg = compose(command.texts(), command.config_name, command.config_dir)
+    roles = compared_roles(cfg)
+    rows = role_rows(cfg, roles)
+    lines = [render_table(rows, roles) if rows else "no key differs between the roles"]
+    left_out = [role for role in ROLE_COLUMNS if role not in roles]
+    if left_out:
+        lines.append(f"(critic left out: it is not trained, {critic_off_reason(cfg)})")
+    return "\n".join(lines)
