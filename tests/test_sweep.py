@@ -10,7 +10,7 @@ import pytest
 from conftest import assert_user_error, run
 from omegaconf import OmegaConf
 
-from verl_roles.commands.sweep import SUMMARY_COLUMNS, SUMMARY_FILE, read_summary
+from verl_roles.commands.sweep import ERROR_FILE, SUMMARY_COLUMNS, SUMMARY_FILE, read_summary
 from verl_roles.main import main
 from verl_roles.output import ROLE_SECTIONS
 
@@ -33,19 +33,21 @@ def test_grid_writes_every_job_and_the_summary(tmp_path, capsys):
     code, sweep_dir = sweep(tmp_path, *GRID)
     assert code == 0, capsys.readouterr().err
     rows = read_summary(sweep_dir / SUMMARY_FILE)
-    assert list(rows[0]) == list(SUMMARY_COLUMNS)
-    assert [(r["job"], r["overrides"], r["status"], r["error"]) for r in rows] == [
+    # One column per swept key, after the job number.
+    assert list(rows[0]) == ["job", "model_engine", "critic.optim.lr", *SUMMARY_COLUMNS[1:]]
+    assert [(r["job"], r["model_engine"], r["critic.optim.lr"], r["status"], r["error"]) for r in rows] == [
         # Hydra records each job's overrides with its values formatted (1e-5 -> 1e-05).
-        ("0", "model_engine=dp critic.optim.lr=1e-05", "ok", ""),
-        ("1", "model_engine=dp critic.optim.lr=2e-05", "ok", ""),
-        ("2", "model_engine=megatron critic.optim.lr=1e-05", "ok", ""),
-        ("3", "model_engine=megatron critic.optim.lr=2e-05", "ok", ""),
+        ("0", "dp", "1e-05", "ok", ""),
+        ("1", "dp", "2e-05", "ok", ""),
+        ("2", "megatron", "1e-05", "ok", ""),
+        ("3", "megatron", "2e-05", "ok", ""),
     ]
+    assert rows[2]["overrides"] == "model_engine=megatron critic.optim.lr=1e-05"
     for row in rows:
         job_dir = Path(row["output_dir"])
         assert job_dir == sweep_dir / row["job"]
         assert set(run_files(job_dir)) == {"resolved.yaml", *(f"roles/{r}.yaml" for r in ROLE_SECTIONS)}
-        engine, lr = (part.split("=")[1] for part in row["overrides"].split())
+        engine, lr = row["model_engine"], row["critic.optim.lr"]
         resolved = OmegaConf.load(job_dir / "resolved.yaml")
         assert resolved.model_engine == engine
         critic = OmegaConf.load(job_dir / "roles" / "critic.yaml")
@@ -81,8 +83,12 @@ def test_an_invalid_job_fails_alone(tmp_path, capsys, grid, failing, phrases):
             assert row["error"] == "" and set(files) >= {"resolved.yaml", "roles/critic.yaml"}
         else:
             assert files == {}
-            assert "\n" not in row["error"]
-            assert all(phrase in row["error"] for phrase in phrases), row["error"]
+            # The summary holds the error on one short line; the job's directory holds all of it.
+            assert "\n" not in row["error"] and len(row["error"]) < 200, row["error"]
+            assert phrases[0] in row["error"]
+            full = (sweep_dir / row["job"] / ERROR_FILE).read_text()
+            assert all(phrase in full for phrase in phrases), full
+            assert full.startswith(row["error"].rstrip(".").split(" (and")[0])
     final = err.strip().splitlines()[-1]
     head = f"verl_roles error: sweep: {len(failing)} of {len(rows)} sweep jobs failed: #{failing[0]}"
     assert final.startswith(head)

@@ -12,6 +12,7 @@ import sys
 
 # name -> (module under verl_roles.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "check-sweep": ("check_sweep", "compose and validate every point of a sweep before launching it"),
     "diff": ("diff", "the resolved keys that differ between two compositions: diff [A] -- [B]"),
     "migrate": ("migrate", "print the modern equivalent of a legacy command line"),
     "explain": ("explain", "a key's value and every file, role and override that set it"),

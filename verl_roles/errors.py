@@ -93,8 +93,11 @@ class ConfigError(VerlRolesError):
         """The error on one short line, for tables and summaries: the first problem's key and what is
         wrong with it, and how many more problems there are (the full text is :meth:`render`)."""
         first = self.problems[0]
+        details = [f"got {first.value!r}"] if first.show_value else []
+        details += [f"expected {first.expected.rstrip().rstrip('.')}"] if first.expected else []
         more = len(self.problems) - 1
-        also = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        details += [f"and {more} more problem{'s' if more > 1 else ''}"] if more else []
+        also = f" ({'; '.join(details)})" if details else ""
         return " ".join(f"{first.key}: {_sentence(first.message.rstrip().rstrip('.') + also)}".split())
 
     def render(self) -> str:

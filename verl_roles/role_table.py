@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.layout import ROLE_SECTIONS
+from verl_roles.text_table import render_rows
 from verl_roles.validate import critic_in_use
 
 # Columns, in the order shown.
@@ -95,11 +96,5 @@ def cell(value: object) -> str:
 
 def render_table(rows: Sequence[RoleRow], roles: Sequence[str]) -> str:
     """An aligned text table: a header, then one line per row (``-`` where a role has no such key)."""
-    header = ["key", *roles]
-    lines = [[row.key, *(cell(row.values[r]) if r in row.values else MISSING for r in roles)]
-             for row in rows]
-    widths = [max(len(line[i]) for line in [header, *lines]) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
-        for line in [header, *lines]
-    )
+    cells = [[row.key, *(cell(row.values[r]) if r in row.values else MISSING for r in roles)] for row in rows]
+    return render_rows(["key", *roles], cells)

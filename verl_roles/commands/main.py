@@ -23,8 +23,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_roles.cmdline import EXPERIMENTAL_RERUN, HELP, CommandLine
+from verl_roles.cmdline import EXPERIMENTAL_RERUN, HELP, HYDRA_FLAGS, CommandLine, FlagSpec
 from verl_roles.commands import sweep
+from verl_roles.commands.check_sweep import CHECK_SWEEP, failed_check_error, run_check
 from verl_roles.commands.main_help import main_help
 from verl_roles.commands.reporting import report, run_reporting_errors
 from verl_roles.commands.show import composition_note, mark_hydra_copy, shows_composition
@@ -34,7 +35,7 @@ from verl_roles.hydra_adapter.loader import composed_key_paths, composition_erro
 from verl_roles.installation import print_shadowing_notice
 from verl_roles.layout import PRIMARY_CONFIG, ROLE_SECTIONS
 from verl_roles.legacy import read_command_line
-from verl_roles.output import write_run_files
+from verl_roles.output import write_atomic, write_run_files
 from verl_roles.pipeline import StepInputs, finalize
 from verl_roles.summary import summarize
 from verl_roles.wording import LIBRARY_ERRORS, raise_translated, translate
@@ -79,8 +80,9 @@ def _display(path: Path) -> str:
 class MainJob:
     """The task function Hydra calls for every job of one invocation.
 
-    Returns the job's outcome (``sweep.ok()`` / ``sweep.failed(message)``) for the sweep summary; the
-    error of a single run is kept in :attr:`error` for the invocation to report.
+    Returns the job's outcome (``sweep.ok()`` / ``sweep.failed(headline)``) for the sweep summary; a
+    failed sweep job also writes its full error to ``error.txt`` in its directory. The error of a single
+    run is kept in :attr:`error` for the invocation to report.
     """
 
     error: BaseException | None = field(default=None)
@@ -88,22 +90,50 @@ class MainJob:
     def __call__(self, cfg: DictConfig) -> dict[str, str]:
         not_composed = composition_error(cfg)
         if not_composed is not None:
-            print(f"verl_roles error: {not_composed}", file=sys.stderr)
-            return sweep.failed(not_composed)
+            message, headline = not_composed
+            print(f"verl_roles error: {message}", file=sys.stderr)
+            return _failed_job(message, headline)
         try:
             run_job(cfg)
         except (VerlRolesError, HydraException, OmegaConfBaseException) as error:
             hydra_cfg = HydraConfig.get()
+            translated = translate(error, job_command_line(hydra_cfg), composed_key_paths)
             if hydra_cfg.mode != RunMode.MULTIRUN:
                 self.error = error
-            return sweep.failed(report(translate(error, job_command_line(hydra_cfg), composed_key_paths)))
+                return sweep.failed(translated.headline())
+            return _failed_job(report(translated), translated.headline())
         return sweep.ok()
 
 
-def describe_failure(error: BaseException, master_config: DictConfig, overrides: list[str]) -> str:
+def _failed_job(message: str, headline: str) -> dict[str, str]:
+    """A failed sweep job: its full error into ``error.txt`` in its directory, its headline returned."""
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    write_atomic(out_dir / sweep.ERROR_FILE, message.rstrip("\n") + "\n")
+    return sweep.failed(headline)
+
+
+def describe_failure(error: BaseException, master_config: DictConfig, overrides: list[str]) -> ConfigError:
     """A sweep job whose overrides do not compose, worded as a single run with them would be."""
     command = job_command_line(master_config.hydra, overrides)
-    return report(translate(error, command, composed_key_paths))
+    return translate(error, command, composed_key_paths)
+
+
+# Hydra's flags and the main job's own.
+MAIN_FLAGS: tuple[FlagSpec, ...] = (*HYDRA_FLAGS, CHECK_SWEEP)
+
+
+def _check_sweep_first(command: CommandLine) -> None:
+    """``--check-sweep``: check every point of the sweep (as ``verl-roles check-sweep``) and stop, exit
+    code 2, before launching anything when one fails."""
+    if not command.is_multirun:
+        raise ConfigError([Problem(
+            key=CHECK_SWEEP.name,
+            message="checks the points of a sweep, but this is a single run (no -m)",
+            fix="add -m to run a sweep, or drop --check-sweep (a single run is checked before it writes)",
+        )])
+    check = run_check(command)
+    if not check.ok:
+        raise failed_check_error(check)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,10 +146,13 @@ def main(argv: list[str] | None = None) -> int:
 def _invoke(args: list[str]) -> None:
     # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
     # for every job of a sweep alike.
-    command = read_command_line(CommandLine.parse(args)).command
+    command = read_command_line(CommandLine.parse(args, MAIN_FLAGS)).command
     if command.flag(HELP) is not None:
         print(main_help(command))
         return
+    if command.flag(CHECK_SWEEP) is not None:
+        command = command.without(CHECK_SWEEP)
+        _check_sweep_first(command)
     if command.flag(EXPERIMENTAL_RERUN) is not None:
         raise ConfigError([Problem(
             key="--experimental-rerun",

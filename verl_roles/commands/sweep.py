@@ -18,7 +18,8 @@ import csv
 import io
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +28,17 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from verl_roles.cmdline import CommandLine
 from verl_roles.hydra_adapter.app import job_outcome
 from verl_roles.output import write_atomic
+from verl_roles.sweep_grid import swept_keys
 
 SUMMARY_FILE = "sweep_summary.csv"
 STATUS_DIR = ".verl_roles_jobs"
-SUMMARY_COLUMNS = ("job", "overrides", "status", "error", "output_dir")
+# A failed job's full error, in its own directory (the summary holds its one-line headline).
+ERROR_FILE = "error.txt"
+# The columns of sweep_summary.csv; one column per swept key goes after `job`.
+SUMMARY_COLUMNS = ("job", "status", "error", "output_dir", "overrides")
 
 
 def task_overrides(hydra_cfg: DictConfig) -> list[str]:
@@ -45,20 +51,23 @@ def ok() -> dict[str, str]:
     return {"status": "ok", "error": ""}
 
 
-def failed(message: str) -> dict[str, str]:
-    """The return value of a job that failed with ``message`` (folded onto one line)."""
-    return {"status": "failed", "error": " ".join(message.split())}
+def failed(headline: str) -> dict[str, str]:
+    """The return value of a job that failed; ``headline`` is its error on one line."""
+    return {"status": "failed", "error": " ".join(headline.split())}
 
 
 @dataclass(frozen=True)
 class JobRecord:
-    """One row of ``sweep_summary.csv``."""
+    """One row of ``sweep_summary.csv``; ``swept`` holds the value of each swept key (filled in when
+    the summary is written, from the job's overrides)."""
 
     job: int
     overrides: str
     status: str
     error: str
     output_dir: str
+    override_list: tuple[str, ...] = ()
+    swept: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -88,7 +97,8 @@ class SweepSummary(Callback):
         write_atomic(path, json.dumps(asdict(record), sort_keys=True) + "\n")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        summary = write_summary(Path(str(config.hydra.sweep.dir)))
+        keys = swept_keys_of(task_overrides(config.hydra))
+        summary = write_summary(Path(str(config.hydra.sweep.dir)), keys)
         total, bad = len(summary.records), len(summary.failures)
         print(f"verl_roles: sweep of {total} jobs: {total - bad} ok, {bad} failed; summary in {summary.path}")
 
@@ -102,31 +112,60 @@ def _record(config: DictConfig, job_return: JobReturn) -> JobRecord:
         outcome = ok()
     else:
         outcome = failed(f"{type(value).__name__}: {value}")
+    overrides = task_overrides(config.hydra)
     return JobRecord(
         job=int(config.hydra.job.num),
-        overrides=" ".join(task_overrides(config.hydra)),
+        overrides=" ".join(overrides),
         status=outcome.get("status", "failed"),
         error=outcome.get("error", ""),
         output_dir=str(config.hydra.runtime.output_dir),
+        override_list=tuple(overrides),
     )
 
 
-def write_summary(sweep_dir: Path) -> Summary:
-    """Gather the job statuses under ``sweep_dir`` into ``sweep_summary.csv`` (sorted by job number)."""
+def swept_keys_of(overrides: Sequence[str]) -> list[str]:
+    """The keys a multirun sweeps, from its overrides as typed (``a=1,2`` sweeps ``a``)."""
+    return swept_keys(CommandLine.of(overrides))
+
+
+def _swept_values(record: JobRecord, keys: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The value a job has for each swept key, read from its overrides."""
+    values = {o.key: o.value_text or "" for o in CommandLine.of(record.override_list).overrides}
+    return tuple((key, values.get(key, "")) for key in keys)
+
+
+def summary_columns(keys: Sequence[str]) -> list[str]:
+    """The header of sweep_summary.csv for a sweep over ``keys``."""
+    return [SUMMARY_COLUMNS[0], *keys, *SUMMARY_COLUMNS[1:]]
+
+
+def write_summary(sweep_dir: Path, keys: Sequence[str] = ()) -> Summary:
+    """Gather the job statuses under ``sweep_dir`` into ``sweep_summary.csv`` (sorted by job number),
+    with one column per swept key of ``keys``."""
     status_dir = sweep_dir / STATUS_DIR
     records = sorted(
-        (JobRecord(**json.loads(p.read_text(encoding="utf-8"))) for p in status_dir.glob("*.json")),
+        (_read_status(p) for p in status_dir.glob("*.json")),
         key=lambda r: r.job,
     )
+    records = [replace(record, swept=_swept_values(record, keys)) for record in records]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(SUMMARY_COLUMNS)
+    writer.writerow(summary_columns(keys))
     for record in records:
-        writer.writerow([getattr(record, column) for column in SUMMARY_COLUMNS])
+        row = asdict(record)
+        writer.writerow([row["job"], *(value for _, value in record.swept),
+                         *(row[column] for column in SUMMARY_COLUMNS[1:])])
     path = sweep_dir / SUMMARY_FILE
     write_atomic(path, buffer.getvalue())
     shutil.rmtree(status_dir, ignore_errors=True)
     return Summary(path=path, records=tuple(records))
+
+
+def _read_status(path: Path) -> JobRecord:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["override_list"] = tuple(data.get("override_list", ()))
+    data.pop("swept", None)
+    return JobRecord(**data)
 
 
 def read_summary(path: Path) -> list[dict[str, str]]:
@@ -140,8 +179,10 @@ def read_records(sweep_dir: Path) -> Summary | None:
     path = sweep_dir / SUMMARY_FILE
     if not path.is_file():
         return None
-    records = tuple(JobRecord(**{**row, "job": int(row["job"])}) for row in read_summary(path))
-    return Summary(path=path, records=records)
+    records = tuple(
+        JobRecord(**{column: row[column] for column in SUMMARY_COLUMNS}) for row in read_summary(path)
+    )
+    return Summary(path=path, records=tuple(replace(r, job=int(r.job)) for r in records))
 
 
 def sweep_error_text(summary: Summary) -> str:
@@ -152,5 +193,6 @@ def sweep_error_text(summary: Summary) -> str:
     return (
         f"{len(summary.failures)} of {len(summary.records)} sweep jobs failed: {shown}{more}; "
         f"the other jobs wrote their files. Job #{first.job}: {first.error} "
-        f"Every job's status and error is in {summary.path}."
+        f"Every job's status and error is in {summary.path}, each failed job's full error in "
+        f"{ERROR_FILE} in its directory."
     )

@@ -69,7 +69,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles.cmdline import hydra_parse
 from verl_roles.config_tree import CONF_DIR, is_internal_group
-from verl_roles.errors import one_paragraph
+from verl_roles.errors import ConfigError, Problem, one_paragraph
 from verl_roles.hydra_adapter.nodes import key_paths
 from verl_roles.hydra_adapter.yaml_dialect import load_yaml
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, PRIMARY_CONFIG
@@ -325,11 +325,11 @@ FAILED_JOB_KEY = "_verl_roles_composition_error_"
 
 # How a caller words the error of a sweep job that does not compose:
 # (error, the sweep's master config, the job's task overrides) -> one paragraph.
-DescribeFailure = Callable[[BaseException, DictConfig, list[str]], str]
+DescribeFailure = Callable[[BaseException, DictConfig, list[str]], ConfigError]
 
 
-def _plain_failure(error: BaseException, master_config: DictConfig, overrides: list[str]) -> str:
-    return one_paragraph(str(error))
+def _plain_failure(error: BaseException, master_config: DictConfig, overrides: list[str]) -> ConfigError:
+    return ConfigError([Problem(key="sweep job", message=one_paragraph(str(error)))])
 
 
 class SweepConfigLoader(ConfigLoaderImpl):
@@ -386,22 +386,24 @@ class SweepConfigLoader(ConfigLoaderImpl):
         except (HydraException, OmegaConfBaseException, yaml.YAMLError) as error:
             task = [o for o in map(hydra_parse, sweep_overrides) if not o.is_hydra_override()]
             texts = [str(o.input_line) for o in task]
-            message = self.describe_failure(error, master_config, texts)
-            return failed_job_config(master_config, task, message)
+            failure = self.describe_failure(error, master_config, texts)
+            return failed_job_config(master_config, task, failure)
 
 
-def failed_job_config(master_config: DictConfig, task: Sequence[Override], message: str) -> DictConfig:
+def failed_job_config(
+    master_config: DictConfig, task: Sequence[Override], failure: ConfigError
+) -> DictConfig:
     """A placeholder config for a sweep job whose overrides do not compose.
 
     It carries the sweep's Hydra settings (so the launcher gives the job its directory and number as
-    usual), the job's overrides, and ``message``; the main job sees :data:`FAILED_JOB_KEY` and reports
-    the job as failed instead of running it.
+    usual), the job's overrides, and the error (its text and its one-line headline); the main job sees
+    :data:`FAILED_JOB_KEY` and reports the job as failed instead of running it.
     """
     cfg = copy.deepcopy(master_config)
     with read_write(cfg), open_dict(cfg):
         for key in [k for k in cfg if k != "hydra"]:
             del cfg[key]
-        cfg[FAILED_JOB_KEY] = " ".join(message.split())
+        cfg[FAILED_JOB_KEY] = {"message": failure.render(), "headline": failure.headline()}
         dirname = cfg.hydra.job.config.override_dirname
         cfg.hydra.overrides.task = [str(o.input_line) for o in task]
         cfg.hydra.job.override_dirname = get_overrides_dirname(
@@ -414,10 +416,12 @@ def failed_job_config(master_config: DictConfig, task: Sequence[Override], messa
     return cfg
 
 
-def composition_error(cfg: DictConfig) -> str | None:
-    """The error of a placeholder job made by :func:`failed_job_config`, else None."""
+def composition_error(cfg: DictConfig) -> tuple[str, str] | None:
+    """The error of a placeholder job made by :func:`failed_job_config` (its text and its one-line
+    headline), else None."""
     if FAILED_JOB_KEY in cfg and len(cfg) == 1:
-        return str(cfg[FAILED_JOB_KEY])
+        failure = cfg[FAILED_JOB_KEY]
+        return str(failure.message), str(failure.headline)
     return None
 
 
