@@ -88,7 +88,7 @@ def test_an_invalid_job_fails_alone(tmp_path, capsys, grid, failing, phrases):
             assert phrases[0] in row["error"]
             full = (sweep_dir / row["job"] / ERROR_FILE).read_text()
             assert all(phrase in full for phrase in phrases), full
-            assert full.startswith(row["error"].rstrip(".").split(" (and")[0])
+            assert full.startswith(row["error"].split(": ")[0] + ": ")
     final = err.strip().splitlines()[-1]
     head = f"verl_roles error: sweep: {len(failing)} of {len(rows)} sweep jobs failed: #{failing[0]}"
     assert final.startswith(head)

@@ -168,4 +168,4 @@ ROLLOUT = ROLE_SECTIONS["rollout"]
 # The config groups a command line picks options of: the engine and each role's options. Every other
 # directory of conf/ is an internal group that these mount (actor, engine, optim, lora, ...), never
 # chosen on the command line; help, completion and error wording offer only these.
-SELECTABLE_GROUPS: tuple[str, ...] = (ENGINE_KEY, "role/actor", "role/critic")
+SELECTABLE_GROUPS: tuple[str, ...] = (ENGINE_KEY, *ROLE_GROUPS.values())

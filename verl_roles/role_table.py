@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles.layout import ROLE_SECTIONS
+from verl_roles.layout import ENGINE_KEY, ROLE_SECTIONS, engine
 from verl_roles.text_table import render_rows
 from verl_roles.validate import critic_in_use
 
@@ -47,20 +47,14 @@ def compared_roles(cfg: DictConfig) -> list[str]:
     return [role for role in ROLE_COLUMNS if role != "critic" or critic_in_use(cfg)]
 
 
-# A role whose engine block has another name than the actor's, per engine: the FSDP critic's `fsdp` is
-# the actor's and the ref's `fsdp_config`. Rows use the actor's name.
-_BLOCK_NAMES: dict[str, dict[str, str]] = {"dp": {"critic": "fsdp"}}
-_ACTOR_BLOCK: dict[str, str] = {"dp": "fsdp_config"}
-
-
 def _role_leaves(cfg: DictConfig, role: str) -> dict[str, object]:
-    """A role's leaves relative to its section, its engine block named as the actor's."""
+    """A role's leaves relative to its section, its engine block named as the actor's (the FSDP
+    critic's ``fsdp`` block is the actor's and the ref's ``fsdp_config``)."""
     leaves = _leaves(OmegaConf.to_container(OmegaConf.select(cfg, ROLE_SECTIONS[role]), resolve=True))
-    engine = str(cfg.get("model_engine"))
-    block = _BLOCK_NAMES.get(engine, {}).get(role)
-    if block is None:
+    row = engine(cfg.get(ENGINE_KEY))
+    block, actor_block = row.block(role), row.block("actor")
+    if block == actor_block:
         return leaves
-    actor_block = _ACTOR_BLOCK[engine]
     return {
         f"{actor_block}.{key[len(block) + 1:]}" if key.startswith(block + ".") else key: value
         for key, value in leaves.items()
