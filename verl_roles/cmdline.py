@@ -422,6 +422,10 @@ class CommandLine:
         """The keys the command line gives a value (``key=``, ``+key=``, ``++key=``), in order."""
         return [o.key for o in self.key_overrides() if not o.is_delete]
 
+    def deleted_keys(self) -> list[str]:
+        """The keys the command line deletes (``~key``), in order."""
+        return [o.key for o in self.key_overrides() if o.is_delete]
+
     def touched_keys(self) -> list[str]:
         """The keys the command line sets or deletes, in order."""
         return [o.key for o in self.key_overrides()]

@@ -80,7 +80,8 @@ def finalize(
     # Rules read the resolved config: plain values are much cheaper to read than interpolations,
     # and nothing is written before finalize returns, so a problem still stops the run first.
     resolved = resolve(cfg)
-    validate.validate(resolved, RULES, extra=roles_report.problems, notices=validate.NOTICES)
+    removed = validate.removed_checked_keys(resolved, inputs.command.deleted_keys())
+    validate.validate(resolved, RULES, extra=[*roles_report.problems, *removed], notices=validate.NOTICES)
     # verl 0.9.1's FSDP and VeOmni engines read LoRA from flat keys: write them, derived from the block.
     flat_report = add_flat_lora_keys(resolved)
     if observe is not None:

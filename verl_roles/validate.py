@@ -15,14 +15,16 @@ are never refused: an unknown one is a notice naming verl's built-in list.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import ConfigError, Problem, config_files_origin
-from verl_roles.hydra_adapter.nodes import missing_keys
-from verl_roles.layout import ACTOR, CRITIC, ENGINE_KEY, REF, ROLLOUT, Engine, engine
+from verl_roles.hydra_adapter.nodes import missing_keys, scalar_leaves
+from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_KEY, ENGINE_TABLE, REF, ROLES, ROLLOUT, Engine, engine
 from verl_roles.notices import warn
 from verl_roles.schema import verl_names
 
@@ -131,6 +133,13 @@ def _int(cfg: DictConfig, key: str) -> int | None:
     return value if is_int(value) else None
 
 
+def _count(cfg: DictConfig, key: str) -> int | None:
+    """The integer at ``key`` when it is a usable count or size (>= 1); anything else is None here
+    (the range table reports it), so the arithmetic rules never divide by zero or a negative size."""
+    value = _int(cfg, key)
+    return value if value is not None and value >= 1 else None
+
+
 def _number(cfg: DictConfig, key: str) -> float | None:
     value = _get(cfg, key)
     return value if is_number(value) else None
@@ -153,7 +162,7 @@ def _trained_roles(cfg: DictConfig) -> list[str]:
 
 
 def _n_gpus(cfg: DictConfig) -> int | None:
-    per_node, nodes = _int(cfg, "trainer.n_gpus_per_node"), _int(cfg, "trainer.nnodes")
+    per_node, nodes = _count(cfg, "trainer.n_gpus_per_node"), _count(cfg, "trainer.nnodes")
     return per_node * nodes if per_node and nodes else None
 
 
@@ -161,7 +170,7 @@ def _model_parallel(cfg: DictConfig, role: str) -> tuple[int, str]:
     """Ranks one model replica spans for ``role`` and how that product is spelled
     (``TP*PP*CP = 2*1*1``), from the engine's model-parallel keys."""
     names = _engine(cfg).model_parallel
-    sizes = [_int(cfg, f"{role}.{key}") or 1 for _, key in names]
+    sizes = [_count(cfg, f"{role}.{key}") or 1 for _, key in names]
     product = 1
     for size in sizes:
         product *= size
@@ -194,15 +203,15 @@ def batch_sizes_are_consistent(cfg: DictConfig) -> Iterable[Problem]:
     ``ppo_mini_batch_size`` counts prompts like ``data.train_batch_size``; each worker trains on
     ``ppo_mini_batch_size * rollout.n / data_parallel_size`` responses, split into micro batches.
     """
-    train = _int(cfg, "data.train_batch_size")
-    n = _int(cfg, f"{ROLLOUT}.n") or 1
+    train = _count(cfg, "data.train_batch_size")
+    n = _count(cfg, f"{ROLLOUT}.n") or 1
     n_gpus = _n_gpus(cfg)
     for role in _trained_roles(cfg):
         if _get(cfg, f"{role}.use_dynamic_bsz") is True:
             continue
-        mini = _int(cfg, f"{role}.ppo_mini_batch_size")
-        micro = _int(cfg, f"{role}.ppo_micro_batch_size")
-        per_gpu = _int(cfg, f"{role}.ppo_micro_batch_size_per_gpu")
+        mini = _count(cfg, f"{role}.ppo_mini_batch_size")
+        micro = _count(cfg, f"{role}.ppo_micro_batch_size")
+        per_gpu = _count(cfg, f"{role}.ppo_micro_batch_size_per_gpu")
         if train is not None and mini is not None and train < mini:
             yield Problem(
                 key=f"{role}.ppo_mini_batch_size",
@@ -260,8 +269,8 @@ def _log_prob_micro_batches(cfg: DictConfig) -> Iterable[Problem]:
     if _get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
         return
     for role in (REF, ROLLOUT) if ref_in_use(cfg) else (ROLLOUT,):
-        micro = _int(cfg, f"{role}.log_prob_micro_batch_size")
-        per_gpu = _int(cfg, f"{role}.log_prob_micro_batch_size_per_gpu")
+        micro = _count(cfg, f"{role}.log_prob_micro_batch_size")
+        per_gpu = _count(cfg, f"{role}.log_prob_micro_batch_size_per_gpu")
         if micro is not None and per_gpu is not None:
             yield _micro_batch_set_twice(role, "log_prob_micro_batch_size", micro, per_gpu)
 
@@ -284,7 +293,7 @@ def _train_batch_fills_the_gpus(
         return
     if _engine(cfg).divides_gpus:
         size, _ = _model_parallel(cfg, ACTOR)
-        per_gpu = _int(cfg, f"{ACTOR}.ppo_micro_batch_size_per_gpu")
+        per_gpu = _count(cfg, f"{ACTOR}.ppo_micro_batch_size_per_gpu")
         if n_gpus % size or per_gpu is None:
             return
         minimal, how = (n_gpus // size) * per_gpu, "data-parallel size * ppo_micro_batch_size_per_gpu"
@@ -402,24 +411,109 @@ def registry_names_are_known(cfg: DictConfig) -> Iterable[str]:
         )
 
 
-# (key, lowest, lowest allowed itself?, highest allowed or None, wording)
-RANGES: tuple[tuple[str, float, bool, float | None, str], ...] = (
-    (f"{ACTOR}.optim.lr", 0.0, False, None, "a learning rate > 0"),
-    (f"{CRITIC}.optim.lr", 0.0, False, None, "a learning rate > 0"),
-    (f"{ROLLOUT}.gpu_memory_utilization", 0.0, False, 1.0, "a fraction in (0, 1]"),
-    (f"{ACTOR}.clip_ratio", 0.0, True, None, "a clip ratio >= 0"),
-    (f"{ACTOR}.clip_ratio_low", 0.0, True, None, "a clip ratio >= 0"),
-    (f"{ACTOR}.clip_ratio_high", 0.0, True, None, "a clip ratio >= 0"),
-    (f"{ACTOR}.clip_ratio_c", 1.0, False, None, "a dual-clip bound > 1 (verl asserts clip_ratio_c > 1)"),
-    (f"{CRITIC}.cliprange_value", 0.0, True, None, "a value clip range >= 0"),
-    (f"{ROLLOUT}.temperature", 0.0, True, None, "a temperature >= 0"),
-    (f"{ROLLOUT}.n", 1.0, True, None, "at least 1 response per prompt"),
-    ("data.train_batch_size", 1.0, True, None, "at least 1 prompt"),
-    (f"{ACTOR}.ppo_mini_batch_size", 1.0, True, None, "at least 1 prompt"),
-    (f"{ACTOR}.ppo_epochs", 1.0, True, None, "at least 1 epoch"),
-    ("trainer.nnodes", 1.0, True, None, "at least 1 node"),
-    ("trainer.n_gpus_per_node", 1.0, True, None, "at least 1 GPU per node"),
-    (f"{ROLLOUT}.tensor_model_parallel_size", 1.0, True, None, "at least 1"),
+@dataclass(frozen=True)
+class Bound:
+    """The values a number may take: between ``low`` and ``high`` (None: unbounded), each end allowed
+    or not, and always finite (NaN and infinities are refused: verl cannot train with them)."""
+
+    low: float | None = None
+    low_allowed: bool = True
+    high: float | None = None
+    high_allowed: bool = True
+
+    def admits(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        if self.low is not None and (value < self.low or (value == self.low and not self.low_allowed)):
+            return False
+        return self.high is None or value < self.high or (value == self.high and self.high_allowed)
+
+
+POSITIVE = Bound(low=0.0, low_allowed=False)
+NON_NEGATIVE = Bound(low=0.0)
+AT_LEAST_ONE = Bound(low=1.0)
+FRACTION = Bound(low=0.0, low_allowed=False, high=1.0)
+
+
+@dataclass(frozen=True)
+class Range:
+    """One row of the range table: ``key`` must lie in ``bound``, said as ``expected`` ("a learning rate
+    > 0"). Keys of one ``family`` copy each other by default (a role's parallel size follows the engine
+    baseline): a value refused at one of them is reported once, at the first. ``engine`` is the only
+    training engine the key exists with ("" for every engine)."""
+
+    key: str
+    bound: Bound
+    expected: str
+    family: str = ""
+    engine: str = ""
+
+
+ROLLOUT_PARALLEL_SIZES = (
+    "tensor_model_parallel_size", "data_parallel_size", "expert_parallel_size",
+    "pipeline_model_parallel_size",
+)
+PARALLEL = "a parallel size >= 1"
+BATCH = "a batch size >= 1"
+
+
+def _engine_parallel_ranges() -> Iterable[Range]:
+    """Every parallel size of every engine (the layout table's summary fields named ``*_parallel_size``):
+    at the engine baseline, in each role's block, and at the role's own model-parallel keys. One size
+    of one engine is a family: the role blocks follow the baseline, so a value refused there is not
+    reported again for each role. The expert-tensor and virtual-pipeline sizes may be null (unset)."""
+    for chosen in ENGINE_TABLE:
+        for _, size in chosen.summary:
+            if not size.endswith("_parallel_size"):
+                continue
+            keys = [f"{chosen.baseline}.{size}"]
+            for role in ROLES:
+                if role.engine_block:
+                    keys.append(f"{role.section}.{chosen.block(role.name)}.{size}")
+                    keys += [f"{role.section}.{key}" for _, key in chosen.model_parallel
+                             if key.endswith(size)]
+            for key in dict.fromkeys(keys):
+                yield Range(key, AT_LEAST_ONE, PARALLEL, family=f"{chosen.name}.{size}", engine=chosen.name)
+
+
+def _batch_ranges() -> Iterable[Range]:
+    yield Range("data.train_batch_size", AT_LEAST_ONE, "at least 1 prompt")
+    yield Range("data.val_batch_size", AT_LEAST_ONE, BATCH)
+    for role in (ACTOR, CRITIC):
+        yield Range(f"{role}.ppo_mini_batch_size", AT_LEAST_ONE, "at least 1 prompt")
+        yield Range(f"{role}.ppo_micro_batch_size", AT_LEAST_ONE, BATCH)
+        yield Range(f"{role}.ppo_micro_batch_size_per_gpu", AT_LEAST_ONE, BATCH)
+        yield Range(f"{role}.ppo_max_token_len_per_gpu", AT_LEAST_ONE, "at least 1 token")
+        yield Range(f"{role}.ppo_epochs", AT_LEAST_ONE, "at least 1 epoch")
+    for role in (REF, ROLLOUT):
+        yield Range(f"{role}.log_prob_micro_batch_size", AT_LEAST_ONE, BATCH)
+        yield Range(f"{role}.log_prob_micro_batch_size_per_gpu", AT_LEAST_ONE, BATCH)
+        yield Range(f"{role}.log_prob_max_token_len_per_gpu", AT_LEAST_ONE, "at least 1 token")
+    # verl's Megatron critic has no forward micro batch.
+    yield Range(f"{CRITIC}.forward_micro_batch_size", AT_LEAST_ONE, BATCH, engine=DP.name)
+    yield Range(f"{CRITIC}.forward_micro_batch_size_per_gpu", AT_LEAST_ONE, BATCH, engine=DP.name)
+    yield Range(f"{CRITIC}.forward_max_token_len_per_gpu", AT_LEAST_ONE, "at least 1 token")
+
+
+# The one table of numeric ranges. A null value is not checked here (the schema says whether a key
+# may be null); any other number, of any key here, must be finite and inside its bound.
+RANGES: tuple[Range, ...] = (
+    Range(f"{ACTOR}.optim.lr", POSITIVE, "a learning rate > 0"),
+    Range(f"{CRITIC}.optim.lr", POSITIVE, "a learning rate > 0"),
+    Range(f"{ROLLOUT}.gpu_memory_utilization", FRACTION, "a fraction in (0, 1]"),
+    Range(f"{ACTOR}.clip_ratio", NON_NEGATIVE, "a clip ratio >= 0"),
+    Range(f"{ACTOR}.clip_ratio_low", NON_NEGATIVE, "a clip ratio >= 0"),
+    Range(f"{ACTOR}.clip_ratio_high", NON_NEGATIVE, "a clip ratio >= 0"),
+    Range(f"{ACTOR}.clip_ratio_c", Bound(low=1.0, low_allowed=False),
+          "a dual-clip bound > 1 (verl asserts clip_ratio_c > 1)"),
+    Range(f"{CRITIC}.cliprange_value", NON_NEGATIVE, "a value clip range >= 0"),
+    Range(f"{ROLLOUT}.temperature", NON_NEGATIVE, "a temperature >= 0"),
+    Range(f"{ROLLOUT}.n", AT_LEAST_ONE, "at least 1 response per prompt"),
+    Range("trainer.nnodes", AT_LEAST_ONE, "at least 1 node"),
+    Range("trainer.n_gpus_per_node", AT_LEAST_ONE, "at least 1 GPU per node"),
+    *(Range(f"{ROLLOUT}.{name}", AT_LEAST_ONE, PARALLEL) for name in ROLLOUT_PARALLEL_SIZES),
+    *_engine_parallel_ranges(),
+    *_batch_ranges(),
 )
 
 
@@ -430,14 +524,46 @@ def _without_note(expected: str) -> str:
 
 
 def values_are_in_range(cfg: DictConfig) -> Iterable[Problem]:
-    for key, low, inclusive, high, expected in RANGES:
-        value = _number(cfg, key)
-        if value is None:
+    """Every key of :data:`RANGES` inside its bound; a value already refused in the same family is not
+    reported again (the problem is where the value was set, the keys following it say nothing new)."""
+    refused: dict[str, list[float]] = {}
+    for row in RANGES:
+        value = _number(cfg, row.key)
+        if value is None or row.bound.admits(value):
             continue
-        too_low = value < low or (value == low and not inclusive)
-        if too_low or (high is not None and value > high):
-            yield Problem(key=key, message="is out of range", value=value, show_value=True,
-                          expected=expected, fix=f"set {key} to {_without_note(expected)}")
+        seen = refused.setdefault(row.family or row.key, [])
+        if any(_same_number(value, other) for other in seen):
+            continue
+        seen.append(value)
+        message = "is out of range" if math.isfinite(value) else "is not a finite number"
+        yield Problem(key=row.key, message=message, value=value, show_value=True,
+                      expected=row.expected, fix=f"set {row.key} to {_without_note(row.expected)}")
+
+
+def _same_number(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def every_value_is_usable(cfg: DictConfig) -> Iterable[Problem]:
+    """Two things are never a setting, at any key: NaN (the range table already refuses it at its own
+    keys), and text that is not valid Unicode (a command-line argument in another encoding), which no
+    file can hold."""
+    checked = {row.key for row in RANGES}
+    for key, value in scalar_leaves(cfg):
+        if isinstance(value, float) and math.isnan(value) and key not in checked:
+            yield Problem(key=key, message="is not a number (NaN)", value=value, show_value=True,
+                          fix=f"set {key} to a finite number")
+        elif isinstance(value, str) and not _is_unicode(value):
+            yield Problem(key=key, message="holds bytes that are not UTF-8 text", value=value,
+                          show_value=True, fix=f"write {key} in UTF-8 (check the encoding of your shell)")
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def deprecated_micro_batch_covers_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
@@ -500,12 +626,46 @@ REQUIRED_PATHS = ("actor_rollout_ref.model.path", "data.train_files")
 
 
 def required_paths_are_set(cfg: DictConfig) -> Iterable[Problem]:
+    """A required path is set: not null, not blank, and (a list of files) not empty nor holding a blank."""
     keys = list(REQUIRED_PATHS) + (["critic.model.path"] if critic_in_use(cfg) else [])
     for key in keys:
         value = _get(cfg, key)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            yield Problem(key=key, message="is required but empty", value=value, show_value=True,
+        if _blank(value) or (isinstance(value, ListConfig) and (len(value) == 0 or any(map(_blank, value)))):
+            shown = OmegaConf.to_container(value) if isinstance(value, ListConfig) else value
+            yield Problem(key=key, message="is required but empty", value=shown, show_value=True,
                           fix=f"set it, e.g. {key}=/path/to/it")
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def removed_checked_keys(cfg: DictConfig, deleted: Iterable[str]) -> list[Problem]:
+    """The ``~KEY`` overrides (``deleted``) that removed from ``cfg`` a key the value tables check (the
+    range and enum tables, the required paths), or a section holding one: verl reads each of them
+    directly and stops when one is gone (``~trainer.nnodes``). Other keys may be removed (verl reads
+    many with a default)."""
+    checked = _checked_keys(_engine(cfg).name)
+    problems = []
+    for key in deleted:
+        needed = [k for k in checked if k == key or k.startswith(f"{key}.")]
+        if needed:
+            shown = "it" if needed == [key] else needed[0]
+            if len(needed) > 1:
+                shown += f" and {len(needed) - 1} more checked keys"
+            problems.append(Problem(
+                key=key,
+                message=f"is removed, but verl reads {shown} (the trainer would stop on it)",
+                fix=f"keep the key: drop the `~{key}` override, or give it a value with `{key}=VALUE`",
+            ))
+    return problems
+
+
+@cache
+def _checked_keys(engine_name: str) -> tuple[str, ...]:
+    """The keys of the value tables that exist with the engine ``engine_name``, sorted."""
+    ranged = {row.key for row in RANGES if row.engine in ("", engine_name)}
+    return tuple(sorted(ranged | {known.key for known in ENUMS} | set(REQUIRED_PATHS)))
 
 
 # This module's rules, in the order they report.
@@ -516,6 +676,7 @@ RULES: tuple[Rule, ...] = (
     batch_sizes_are_consistent,
     values_come_from_their_known_set,
     values_are_in_range,
+    every_value_is_usable,
     deprecated_micro_batch_covers_the_gpus,
     sequence_parallel_needs_remove_padding,
     sampled_validation_needs_a_temperature,

@@ -46,7 +46,8 @@ OmegaConf release changes it (Hydra is pinned below 1.4, OmegaConf below 2.4):
   - ``Node._get_node``, ``_is_interpolation``, ``_is_missing``, ``_is_none``, ``_value``, ``_set_value``,
     ``Container.__dict__["_content"]``, ``ValueNode._val`` -- tests/test_compose_cache.py (resolution
     equals OmegaConf's), tests/test_explain.py (raw values), tests/test_errors.py (did-you-mean key
-    paths, mandatory values), tests/test_schema.py (the type check reads values through ``raw_items``).
+    paths, mandatory values), tests/test_schema.py (the type check reads values through ``raw_items``),
+    tests/test_bad_inputs.py (NaN at any key: ``scalar_leaves``).
 
 ``tests/test_layers.py`` fails when any module outside this package uses one of these.
 """

@@ -9,8 +9,9 @@
   the last word on every value.
 - :func:`raw_at`: the value a key holds as written (an interpolation as its text), for explain and
   the legacy step; :func:`key_paths`: every key of a composition (did-you-mean);
-  :func:`missing_keys`: every ``???``, and :func:`raw_items`: a container's children as written (both
-  run on each composition, so they read the node contents).
+  :func:`missing_keys`: every ``???``, :func:`raw_items`: a container's children as written, and
+  :func:`scalar_leaves`: every float and string leaf (all run on each composition, so they read the
+  node contents).
 """
 
 from __future__ import annotations
@@ -175,3 +176,19 @@ def missing_keys(node: DictConfig, prefix: str = "") -> Iterator[str]:
                 yield from missing_keys(child, path + ".")
         elif child._val == "???":
             yield path
+
+
+def scalar_leaves(node: DictConfig | ListConfig, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, raw value) of every float and string leaf, list items included (``a.b.0``).
+
+    Reads the node contents directly, like :func:`missing_keys` (run on each composition by the rule
+    that refuses NaN and text that is not UTF-8 at any key).
+    """
+    content = node.__dict__["_content"]
+    items = content.items() if isinstance(node, DictConfig) else enumerate(content)
+    for key, child in items:
+        if isinstance(child, DictConfig | ListConfig):
+            if isinstance(child.__dict__["_content"], dict | list):
+                yield from scalar_leaves(child, f"{prefix}{key}.")
+        elif isinstance(child._val, float | str):
+            yield f"{prefix}{key}", child._val
