@@ -35,7 +35,7 @@ from verl_roles.hydra_adapter.loader import composed_key_paths, composition_erro
 from verl_roles.installation import print_shadowing_notice
 from verl_roles.layout import PRIMARY_CONFIG, ROLE_SECTIONS
 from verl_roles.legacy import read_command_line
-from verl_roles.output import write_atomic, write_run_files
+from verl_roles.output import unwritable, write_atomic, write_run_files
 from verl_roles.pipeline import StepInputs, finalize
 from verl_roles.summary import summarize
 from verl_roles.wording import LIBRARY_ERRORS, raise_translated, translate
@@ -60,13 +60,24 @@ def run_job(cfg: DictConfig) -> Path:
     inputs = StepInputs(job_command_line(hydra_cfg), choices, stock_config)
     resolved = finalize(cfg, inputs)
     out_dir = Path(hydra_cfg.runtime.output_dir)
-    write_run_files(resolved, out_dir)
+    # Everything that can fail runs before the first run file is written.
+    summary = summarize(resolved)
     if hydra_cfg.output_subdir is not None:
         mark_hydra_copy(out_dir / str(hydra_cfg.output_subdir) / "config.yaml", out_dir / "resolved.yaml")
-    print(summarize(resolved))
+    write_run_files(resolved, out_dir, replace_a_run=_folder_chosen_by_user(hydra_cfg))
+    print(summary)
     roles = ", ".join(f"roles/{name}.yaml" for name in ROLE_SECTIONS)
     print(f"verl_roles: wrote resolved.yaml, {roles} to {_display(out_dir)}")
     return out_dir
+
+
+def _folder_chosen_by_user(hydra_cfg: DictConfig) -> bool:
+    """True when the command line names the job's folder (``hydra.run.dir=...``, or for a sweep
+    ``hydra.sweep.dir`` / ``hydra.sweep.subdir``): only then may a run replace another run's files."""
+    sweeping = hydra_cfg.mode == RunMode.MULTIRUN
+    keys = ("hydra.sweep.dir", "hydra.sweep.subdir") if sweeping else ("hydra.run.dir",)
+    typed = [str(item).lstrip("+") for item in hydra_cfg.overrides.hydra]
+    return any(item.split("=", 1)[0] in keys for item in typed)
 
 
 def _display(path: Path) -> str:
@@ -165,6 +176,13 @@ def _invoke(args: list[str]) -> None:
         ran = run_app(job, command.argv(), describe_failure)
     except (VerlRolesError, *LIBRARY_ERRORS) as error:
         raise_translated(error, command, composed_key_paths)
+    except (OSError, ValueError) as error:
+        # Hydra sets up the output folder (its .hydra/ files, the job log) before the job runs; a
+        # folder it cannot write is the same user-facing problem as one the job cannot write.
+        cause = error if isinstance(error, OSError) else error.__cause__
+        if not isinstance(cause, OSError) or cause.errno is None:
+            raise
+        raise unwritable(cause) from error
     if shows_composition(command):
         print(composition_note(command), file=sys.stderr)
     if ran.sweep_dir is not None:
