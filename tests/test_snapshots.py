@@ -107,6 +107,20 @@ def test_check_reports_stale_missing_and_unlisted_files_and_writes_nothing(
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+def test_a_snapshot_that_is_not_utf8_is_stale_and_generating_repairs_it(
+    tmp_path: Path, rendered: dict[str, str], capsys: pytest.CaptureFixture[str]
+):
+    shutil.copytree(GENERATED, tmp_path, dirs_exist_ok=True)
+    damaged = tmp_path / VARIANTS[0].filename
+    damaged.write_bytes(damaged.read_bytes() + b"# caf\xe9\n")
+
+    assert snapshots.check(tmp_path, rendered=rendered) == 1
+    assert f"stale: _generated/{VARIANTS[0].filename}" in capsys.readouterr().out
+    assert snapshots.generate(tmp_path, rendered=rendered) == 0
+    assert damaged.read_bytes() == rendered[VARIANTS[0].filename].encode("utf-8")
+    assert snapshots.check(tmp_path, rendered=rendered) == 0
+
+
 def test_check_is_quiet_and_zero_when_fresh(rendered: dict[str, str], capsys: pytest.CaptureFixture[str]):
     assert snapshots.check(GENERATED, rendered=rendered) == 0
     assert capsys.readouterr().out == f"{len(VARIANTS)} snapshots in _generated/ are fresh.\n"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, yaml_problem
 from verl_roles.hydra_adapter.yaml_dialect import load_plain
 from verl_roles.layout import OPTIM_BLOCK, ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
+from verl_roles.limits import read_config_file
 
 # Top-level key naming a slime per-role YAML file.
 SLIME_PATH_KEY = "megatron_config_path"
@@ -272,20 +273,18 @@ def _file_problem(path: str, message: str, fix: str = "") -> ConfigError:
 def read_slime_file(path: str) -> list[RoleEntry]:
     """Read and check a slime per-role file; raise :class:`ConfigError` naming every mistake in it."""
     file = Path(path).expanduser()
+    key = f"{SLIME_PATH_KEY}={path}"
     try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _file_problem(
-            path,
-            f"file not found (looked for {file.resolve()})",
-            "pass the path of an existing slime YAML file, or megatron_config_path=null",
-        ) from None
-    except OSError as error:
-        raise _file_problem(path, f"cannot read the file: {error.strerror or error}") from None
+        text = read_config_file(file, key)
+    except ConfigError as error:
+        if "file not found" not in error.problems[0].message:
+            raise
+        fix = "pass the path of an existing slime YAML file, or megatron_config_path=null"
+        raise ConfigError([replace(error.problems[0], fix=fix)]) from None
     try:
         data = load_plain(text, str(file))
     except yaml.YAMLError as error:
-        raise ConfigError([yaml_problem(error, key=f"{SLIME_PATH_KEY}={path}")]) from None
+        raise ConfigError([yaml_problem(error, key=key)]) from None
     if not isinstance(data, dict) or FILE_KEY not in data:
         raise _file_problem(
             path,
@@ -435,6 +434,16 @@ def _check_value(where: str, key: str, value: Any, entry: RoleEntry, problems: l
             )
         )
         return
+    if _interpolation_in(value):
+        problems.append(
+            Problem(
+                key=where,
+                message="holds `${...}`: slime values are literal data, and OmegaConf (here and in verl, "
+                "which reads resolved.yaml) would read it as an interpolation",
+                fix=f"write the value itself (it sets {spec.path} of the role)",
+            )
+        )
+        return
     kind = target_type(spec)
     try:
         entry.values[key] = coerce(value, kind, nullable=default_value(spec) is None)
@@ -446,6 +455,12 @@ def _check_value(where: str, key: str, value: Any, entry: RoleEntry, problems: l
                 fix=f"write {_type_name(kind)} (it sets {spec.path} of the role)",
             )
         )
+
+
+def _interpolation_in(value: Any) -> bool:
+    if isinstance(value, str):
+        return "${" in value
+    return isinstance(value, list) and any(_interpolation_in(item) for item in value)
 
 
 def role_assignments(entries: Sequence[RoleEntry]) -> Iterator[tuple[RoleEntry, str, str, Any]]:

@@ -179,10 +179,16 @@ def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:
 def snapshot_diff(variant: Variant, rendered: str, generated_dir: Path) -> str:
     """The diff from the committed snapshot of ``variant`` to ``rendered``; '' when it is fresh."""
     path = generated_dir / variant.filename
-    committed = path.read_text(encoding="utf-8") if path.is_file() else ""
+    committed = _committed_text(path)
     shown = f"{GENERATED_DIR}/{variant.filename}"
     old_name = f"{shown} (committed)" if path.is_file() else f"{shown} (missing)"
     return unified_diff(committed, rendered, old_name, f"{shown} (composed from conf/)")
+
+
+def _committed_text(path: Path) -> str:
+    """A committed snapshot's text ('' when there is none). Bytes that are not UTF-8 (a damaged file)
+    show as U+FFFD: the snapshot is then stale, and generating rewrites it."""
+    return path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else ""
 
 
 def extra_files(generated_dir: Path, variants: Sequence[Variant] = VARIANTS) -> list[Path]:
@@ -230,7 +236,7 @@ def generate(
     changed = []
     for name, text in rendered.items():
         path = generated_dir / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
             write_atomic(path, text)
             changed.append(name)
     for path in extra_files(generated_dir, variants):
@@ -269,7 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the checkout (default: current dir)")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     args_list = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(args_list)
+    args, unknown = parser.parse_known_args(args_list)
+    if unknown:
+        return run_reporting_errors(lambda: _refuse_arguments(unknown), [])
     root = args.root.resolve()
     generated_dir = root / GENERATED_DIR
     status = 1
@@ -281,6 +289,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     error_status = run_reporting_errors(action, ["--debug"] if args.debug else [])
     return error_status or status
+
+
+def _refuse_arguments(unknown: list[str]) -> None:
+    flags = ["--check", "--root", "--debug", "--help"]
+    close = difflib.get_close_matches(unknown[0], flags, n=1)
+    hint = f"did you mean `{close[0]}`? " if close else ""
+    raise ConfigError([Problem(key=unknown[0], message=f"is not an argument of {SCRIPT}",
+                               fix=f"{hint}the arguments are {', '.join(flags)}")])
 
 
 if __name__ == "__main__":

@@ -73,6 +73,7 @@ from verl_roles.errors import ConfigError, Problem, one_paragraph
 from verl_roles.hydra_adapter.nodes import key_paths
 from verl_roles.hydra_adapter.yaml_dialect import load_yaml
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, PRIMARY_CONFIG
+from verl_roles.limits import read_config_file
 
 # Set VERL_ROLES_NO_CACHE=1 to compose exactly as stock Hydra does (for benchmarks and bisecting).
 NO_CACHE_ENV = "VERL_ROLES_NO_CACHE"
@@ -101,8 +102,8 @@ class _FileSource(FileConfigSource):
         full_path = os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path)))
         if not os.path.exists(full_path):
             raise ConfigLoadError(f"Config not found : {full_path}")
-        with open(full_path, encoding="utf-8") as handle:
-            text = handle.read()
+        # A user's file: its kind, size and encoding are checked before it is parsed (verl_roles.limits).
+        text = read_config_file(full_path, key=full_path)
         return ConfigResult(
             config=load_yaml(text, name=full_path),
             path=f"{self.scheme()}://{self.path}",

@@ -17,6 +17,9 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf._utils import OmegaConfDumper, get_yaml_loader
 
+from verl_roles.errors import ConfigError, Problem
+from verl_roles.limits import too_deep
+
 _OMEGACONF_LOADER = get_yaml_loader()
 
 
@@ -43,17 +46,25 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[mi
 
 
 def load_plain(text: str, name: str = "<unicode string>") -> Any:
-    """The Python objects of a YAML document; ``name`` (the file) is what a YAML error cites."""
+    """The Python objects of a YAML document; ``name`` (the file) is what a YAML error cites. A
+    document nested deeper than Python can construct is a :class:`ConfigError` naming the file."""
     stream = io.StringIO(text)
     stream.name = name
-    return yaml.load(stream, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    try:
+        return yaml.load(stream, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise too_deep(name) from None
 
 
 def load_yaml(text: str, name: str = "<unicode string>") -> DictConfig | ListConfig:
-    """``OmegaConf.load`` of ``text``, on the C parser."""
+    """``OmegaConf.load`` of ``text``, on the C parser; a document that is a single value (``3``) is a
+    :class:`ConfigError` naming the file (OmegaConf raises a bare ``OSError``)."""
     obj = load_plain(text, name)
     if obj is not None and not isinstance(obj, (list, dict, str)):
-        raise OSError(f"Invalid loaded object type: {type(obj).__name__}")
+        raise ConfigError([Problem(
+            key=name, message=f"holds a single value ({obj!r}), not a mapping of keys to values",
+            fix="write `key: value` lines (a config file is a YAML mapping)",
+        )])
     return OmegaConf.create() if obj is None else OmegaConf.create(obj)
 
 

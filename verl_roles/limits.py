@@ -1,0 +1,69 @@
+"""Limits on the files a user hands us (option files under ``--config-dir``, slime files), and the
+one way they are read.
+
+A config file is a few kilobytes (the largest file of ``conf/`` is about 11 KB); a file over
+:data:`MAX_CONFIG_FILE_BYTES` is refused before it is read, so a huge or endless file (a 50 MB
+scalar, ``/dev/zero``, a FIFO) costs nothing. The README's "Limits" section says the same.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from verl_roles.errors import ConfigError, Problem
+
+# The largest option or slime file read, in bytes (256 KiB: twenty times the largest file of conf/).
+MAX_CONFIG_FILE_BYTES = 256 * 1024
+
+# How deep a YAML file may nest its mappings and lists (conf/ nests at most 8 levels).
+MAX_NESTING = 100
+
+
+def read_config_file(path: str | os.PathLike[str], key: str) -> str:
+    """The UTF-8 text of a user's config file, or a :class:`ConfigError` under ``key`` (how the user
+    named the file) saying why it cannot be read: missing, not a regular file, too big, unreadable,
+    not UTF-8."""
+    file = Path(path).expanduser()
+    try:
+        info = file.stat()
+    except FileNotFoundError:
+        raise _refused(key, f"file not found (looked for {file.resolve()})",
+                       "pass the path of an existing YAML file") from None
+    except OSError as error:
+        raise _refused(key, f"cannot read the file: {error.strerror or error}",
+                       "check the path and its permissions") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise _refused(key, f"is {kind}, not a YAML file", "pass the path of a YAML file")
+    if info.st_size > MAX_CONFIG_FILE_BYTES:
+        raise _refused(key, f"is {info.st_size} bytes, more than the {MAX_CONFIG_FILE_BYTES} bytes a config "
+                       "file may have", "keep only the settings in the file (a config file is a few KB)")
+    try:
+        with file.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_FILE_BYTES + 1)
+    except OSError as error:
+        raise _refused(key, f"cannot read the file: {error.strerror or error}",
+                       "check the path and its permissions") from None
+    if len(data) > MAX_CONFIG_FILE_BYTES:
+        raise _refused(key, f"is more than the {MAX_CONFIG_FILE_BYTES} bytes a config file may have",
+                       "keep only the settings in the file (a config file is a few KB)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise _refused(
+            key, f"is not UTF-8 text (byte {data[error.start]:#04x} on line {line})",
+            f"save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`), or fix line {line}",
+        ) from None
+
+
+def too_deep(key: str) -> ConfigError:
+    """The error for a YAML file nested deeper than Python can read (a parser recursion)."""
+    return _refused(key, "nests its mappings or lists too deeply to be read",
+                    f"a config file nests a few levels; keep it under {MAX_NESTING}")
+
+
+def _refused(key: str, message: str, fix: str) -> ConfigError:
+    return ConfigError([Problem(key=key, message=message, fix=fix)])
