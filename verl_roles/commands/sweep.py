@@ -190,9 +190,15 @@ def sweep_error_text(summary: Summary) -> str:
     first = summary.failures[0]
     shown = ", ".join(f"#{r.job} ({r.overrides})" for r in summary.failures[:5])
     more = "" if len(summary.failures) <= 5 else f" and {len(summary.failures) - 5} more"
+    ok = len(summary.records) - len(summary.failures)
+    others = {0: "no job wrote its files", 1: "the other job wrote its files"}.get(
+        ok, f"the other {ok} jobs wrote their files"
+    )
     return (
         f"{len(summary.failures)} of {len(summary.records)} sweep jobs failed: {shown}{more}; "
-        f"the other jobs wrote their files. Job #{first.job}: {first.error} "
+        f"{others}. Job #{first.job}: {first.error} "
         f"Every job's status and error is in {summary.path}, each failed job's full error in "
-        f"{ERROR_FILE} in its directory."
+        f"{ERROR_FILE} in its directory. Fix: correct the failed jobs' values as their {ERROR_FILE} says "
+        "(`verl-roles check-sweep` with the same overrides checks every job without running any), then "
+        "run the sweep again"
     )
