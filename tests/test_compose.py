@@ -9,6 +9,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 import verl_roles
+from verl_roles.layout import ENGINES
 
 
 @pytest.mark.parametrize("engine", group_options("model_engine"))
@@ -18,7 +19,7 @@ def test_every_model_engine_option_composes(engine):
 
 
 @pytest.mark.parametrize("role", ["actor", "critic"])
-@pytest.mark.parametrize("engine", ["dp", "megatron"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_every_role_option_composes(role, engine):
     for option in group_options(f"role/{role}"):
         cfg = verl_roles.compose([f"model_engine={engine}", f"role/{role}={option}"])
@@ -73,8 +74,8 @@ def test_megatron_carries_every_legacy_megatron_setting():
     assert arr.actor.strategy == arr.ref.strategy == cfg.critic.strategy == "megatron"
 
 
-@pytest.mark.parametrize("engine", ["dp", "megatron"])
-def test_layered_summon_exists_for_both_engines(engine):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_layered_summon_exists_for_every_engine(engine):
     cfg = verl_roles.compose([f"model_engine={engine}"])
     assert cfg.actor_rollout_ref.rollout.layered_summon is False
 
@@ -101,7 +102,12 @@ def test_deprecated_megatron_name_equals_model_engine_megatron():
 
 @pytest.mark.parametrize(
     ("script", "engine"),
-    [("run_qwen3_8b_fsdp.txt", "dp"), ("run_qwen3_8b_megatron.txt", "megatron")],
+    [
+        ("run_qwen3_8b_fsdp.txt", "dp"),
+        ("run_qwen3_8b_megatron.txt", "megatron"),
+        ("verl-project/tests__special_e2e__run_ppo_trainer_veomni.txt", "veomni"),
+        ("verl-project/examples__grpo_trainer__run_deepseek_v4_veomni.txt", "veomni"),
+    ],
 )
 def test_verl_example_launch_overrides_compose_unchanged(script, engine):
     overrides = read_overrides(DATA / "verl_examples" / script)

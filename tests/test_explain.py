@@ -10,6 +10,7 @@ import verl_roles
 from verl_roles.cli import main as cli_main
 from verl_roles.commands import explain
 from verl_roles.hydra_adapter.loader import compose_raw
+from verl_roles.layout import ENGINES
 
 
 def sources(explanation: explain.Explanation) -> list[tuple[str, object]]:
@@ -74,7 +75,7 @@ def test_section_interpolation_is_followed_to_the_key_inside_it():
     assert sources(target) == [("model/hf_model.yaml (at actor_rollout_ref.model)", False)]
 
 
-@pytest.mark.parametrize("engine", ["dp", "megatron"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_chain_is_exact_for_every_key(engine):
     """For every leaf, the last step wrote exactly the raw value the composed config holds."""
     overrides = [f"model_engine={engine}", "role/critic=default"]

@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 import verl_roles
 from verl_roles import main as main_module
 from verl_roles.errors import ConfigError
+from verl_roles.layout import ENGINE_TABLE, ENGINES, MEGATRON_MODULE_NAMES
 
 MODELS = ("actor_rollout_ref.model", "critic.model")
 FLAT_KEYS = ("lora_rank", "lora_alpha", "target_modules", "exclude_modules", "lora_adapter_path")
@@ -18,15 +19,19 @@ MEGATRON_MODULES = ["linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"]
 
 @pytest.fixture(scope="module")
 def engines() -> dict[str, object]:
-    return {engine: verl_roles.compose([f"model_engine={engine}"]) for engine in ("dp", "megatron")}
+    return {engine: verl_roles.compose([f"model_engine={engine}"]) for engine in ENGINES}
 
 
-@pytest.mark.parametrize(
-    ("engine", "alpha", "target_modules"),
-    [("dp", 16, "all-linear"), ("megatron", 32, MEGATRON_MODULES)],
-)
+# The block's defaults per naming family of the engine: Megatron's (the legacy megatron trainer's block),
+# or Hugging Face's (verl's flat FSDP keys).
+LORA_DEFAULTS = {row.name: (32, MEGATRON_MODULES) if row.lora_module_names == MEGATRON_MODULE_NAMES
+                 else (16, "all-linear") for row in ENGINE_TABLE}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("model", MODELS)
-def test_each_engine_keeps_its_legacy_lora_defaults(engines, engine, alpha, target_modules, model):
+def test_each_engine_keeps_its_legacy_lora_defaults(engines, engine, model):
+    alpha, target_modules = LORA_DEFAULTS[engine]
     lora = OmegaConf.to_container(OmegaConf.select(engines[engine], model).lora)
     assert lora["alpha"] == alpha
     assert lora["target_modules"] == target_modules
@@ -95,6 +100,7 @@ def test_alpha_is_not_checked_while_lora_is_off():
                 "actor_rollout_ref.model.lora.dropout=0.05", "actor_rollout_ref.model.lora.type=dora"]),
         ("megatron", ["critic.model.lora.rank=8", "critic.model.lora.type=canonical_lora",
                       "critic.model.lora.target_modules=[linear_q,linear_k,linear_v]"]),
+        ("veomni", ["actor_rollout_ref.model.lora.rank=32", "actor_rollout_ref.model.lora.alpha=64"]),
     ],
 )
 def test_valid_lora_settings_compose(engine, overrides):
@@ -102,6 +108,22 @@ def test_valid_lora_settings_compose(engine, overrides):
     for override in overrides:
         key, _, value = override.partition("=")
         assert str(OmegaConf.select(cfg, key)).replace("'", "").replace(" ", "") == value
+
+
+@pytest.mark.parametrize("engine", [row.name for row in ENGINE_TABLE if row.lora_module_names is None])
+@pytest.mark.parametrize("model", MODELS)
+def test_lora_is_refused_under_an_engine_that_reads_no_lora(engine, model):
+    with pytest.raises(ConfigError) as caught:
+        verl_roles.compose([f"model_engine={engine}", f"{model}.lora.rank=8"])
+    (problem,) = caught.value.problems
+    assert problem.key == f"{model}.lora.rank"
+    text = problem.render()
+    assert f"verl's {engine} engine reads no LoRA setting" in text and f"{model}.lora.rank=0" in text
+    offered = text.rpartition("pick an engine that has LoRA (")[2]
+    assert all(row.name in offered for row in ENGINE_TABLE if row.lora_module_names is not None)
+    assert engine not in offered
+    # A rank of 0 (LoRA off) is the default and composes.
+    assert verl_roles.compose([f"model_engine={engine}"]).actor_rollout_ref.model.lora_rank == 0
 
 
 def test_every_lora_problem_is_reported_in_one_paragraph_each(tmp_path: Path, capsys):

@@ -9,11 +9,13 @@ from conftest import main_in_process, run, write
 from omegaconf import OmegaConf
 
 import verl_roles
+from verl_roles import layout
 
 MEGATRON = "model_engine=megatron"
+# Engine -> the engine blocks of actor, ref and critic (from the layout table).
 ROLE_BLOCKS = {
-    "megatron": ("actor_rollout_ref.actor.megatron", "actor_rollout_ref.ref.megatron", "critic.megatron"),
-    "fsdp": ("actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.ref.fsdp_config", "critic.fsdp"),
+    row.name: tuple(f"{layout.ROLE_SECTIONS[role]}.{row.block(role)}" for role in ("actor", "ref", "critic"))
+    for row in layout.ENGINE_TABLE
 }
 
 
@@ -40,26 +42,28 @@ def write_option(config_dir: Path, role: str, name: str, text: str) -> None:
 # The common baseline.
 
 
-@pytest.mark.parametrize(
-    ("engine", "baseline", "shared", "only_critic"),
-    [
-        (
-            MEGATRON,
-            "megatron",
-            {"tensor_model_parallel_size": 2, "override_transformer_config.recompute_granularity": "full"},
-            {"param_offload": True},
-        ),
-        (
-            "model_engine=dp",
-            "fsdp",
-            {"ulysses_sequence_parallel_size": 2, "seed": 7},
-            {"param_offload": True},
-        ),
-    ],
-)
-def test_baseline_reaches_every_role_and_role_overrides_change_one(engine, baseline, shared, only_critic):
-    actor_block, ref_block, critic_block = ROLE_BLOCKS[baseline]
-    overrides = [engine]
+# Engine -> (baseline keys set once for every role, keys set for the critic only).
+BASELINE_CASES = {
+    "megatron": (
+        {"tensor_model_parallel_size": 2, "override_transformer_config.recompute_granularity": "full"},
+        {"param_offload": True},
+    ),
+    "dp": ({"ulysses_sequence_parallel_size": 2, "seed": 7}, {"param_offload": True}),
+    "torchtitan": ({"tensor_parallel_size": 2, "wrap_policy.min_num_params": 10}, {"param_offload": True}),
+    "veomni": ({"ulysses_parallel_size": 2, "moe_implementation": "eager"}, {"optimizer_offload": True}),
+}
+
+
+def test_every_engine_has_a_baseline_case():
+    assert set(BASELINE_CASES) == set(layout.ENGINES)
+
+
+@pytest.mark.parametrize("engine", layout.ENGINES)
+def test_baseline_reaches_every_role_and_role_overrides_change_one(engine):
+    shared, only_critic = BASELINE_CASES[engine]
+    baseline = layout.engine(engine).baseline
+    actor_block, ref_block, critic_block = ROLE_BLOCKS[engine]
+    overrides = [f"model_engine={engine}"]
     overrides += [f"{baseline}.{key}={value}" for key, value in shared.items()]
     overrides += [f"{critic_block}.{key}={value}" for key, value in only_critic.items()]
     cfg = verl_roles.compose(overrides)
@@ -74,16 +78,25 @@ def test_baseline_reaches_every_role_and_role_overrides_change_one(engine, basel
     assert settings(cfg, actor_block) == settings(cfg, baseline)
 
 
-def test_ref_follows_actor_parallel_layout():
+# Engine -> a parallel-layout key of the engine block that the reference takes from the actor.
+REF_FOLLOWS = {
+    "megatron": "tensor_model_parallel_size",
+    "dp": "fsdp_size",
+    "torchtitan": "tensor_parallel_size",
+    "veomni": "ulysses_parallel_size",
+}
+
+
+@pytest.mark.parametrize("engine", layout.ENGINES)
+def test_ref_follows_actor_parallel_layout(engine):
+    key = REF_FOLLOWS[engine]
+    actor_block, ref_block, critic_block = ROLE_BLOCKS[engine]
     cfg = verl_roles.compose(
-        [
-            MEGATRON,
-            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4",
-            "actor_critic_same_topology=false",
-        ]
+        [f"model_engine={engine}", f"{actor_block}.{key}=4", "actor_critic_same_topology=false"]
     )
-    assert cfg.actor_rollout_ref.ref.megatron.tensor_model_parallel_size == 4
-    assert cfg.critic.megatron.tensor_model_parallel_size == 1
+    assert OmegaConf.select(cfg, f"{ref_block}.{key}") == 4
+    baseline = layout.engine(engine).baseline
+    assert OmegaConf.select(cfg, f"{critic_block}.{key}") == OmegaConf.select(cfg, f"{baseline}.{key}")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -231,10 +244,29 @@ def test_topology_rule_passes(overrides):
     verl_roles.compose([MEGATRON, *overrides])
 
 
-def test_topology_setting_has_no_effect_under_dp():
-    cfg = verl_roles.compose(["critic.fsdp.ulysses_sequence_parallel_size=2"])
+@pytest.mark.parametrize(
+    ("engine", "key"),
+    [("dp", "ulysses_sequence_parallel_size"), ("torchtitan", "tensor_parallel_size")],
+)
+def test_topology_setting_has_no_effect_where_each_role_builds_its_own_mesh(engine, key):
+    assert not layout.engine(engine).topology
+    cfg = verl_roles.compose([f"model_engine={engine}", f"{ROLE_BLOCKS[engine][2]}.{key}=2"])
     assert cfg.actor_critic_same_topology is True
-    assert cfg.critic.fsdp.ulysses_sequence_parallel_size == 2
+    assert OmegaConf.select(cfg, f"{ROLE_BLOCKS[engine][2]}.{key}") == 2
+
+
+@pytest.mark.parametrize("key", layout.engine("veomni").topology)
+def test_veomni_critic_shares_the_actors_parallel_state(key):
+    """VeOmni keeps one parallel state per process, and verl runs actor and critic in the same ones."""
+    with pytest.raises(verl_roles.ConfigError) as info:
+        verl_roles.compose(["model_engine=veomni", f"critic.veomni.{key}=2"])
+    (problem,) = info.value.problems
+    assert problem.key == f"critic.veomni.{key}"
+    text = problem.render()
+    assert f"critic.veomni.{key}=2" in text and "actor_critic_same_topology=false" in text
+    switched_off = ["model_engine=veomni", f"critic.veomni.{key}=2", "actor_critic_same_topology=false"]
+    cfg = verl_roles.compose(switched_off)
+    assert cfg.critic.veomni[key] == 2
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from conftest import REPO, cli_env
 
 from verl_roles.commands import snapshots
 from verl_roles.commands.snapshots import VARIANTS, Variant
+from verl_roles.layout import DEFAULT_ENGINE, ENGINES
 from verl_roles.main import main as main_job
 
 GENERATED = REPO / "_generated"
@@ -48,12 +49,19 @@ def test_variant_list_is_the_generated_dir():
     }
 
 
+def test_every_engine_has_a_snapshot():
+    overrides = [o for v in VARIANTS for o in v.composition.overrides]
+    pinned = {o.partition("=")[2] for o in overrides if o.startswith("model_engine=")}
+    assert set(ENGINES) <= pinned | {DEFAULT_ENGINE}
+
+
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.filename)
 def test_snapshot_header_names_engine_and_command_and_nothing_machine_specific(variant: Variant):
     text = (GENERATED / variant.filename).read_text(encoding="utf-8")
     head = [line for line in text.splitlines() if line.startswith("#")]
     body = text[len("\n".join(head)) + 1 :]
-    engine = "megatron" if any("megatron" in o for o in variant.composition.overrides) else "dp"
+    chosen = [o.partition("=")[2] for o in variant.composition.overrides if o.startswith("model_engine=")]
+    engine = chosen[-1] if chosen else DEFAULT_ENGINE
     assert f"# model_engine: {engine}" in head
     assert f"\nmodel_engine: {engine}\n" in body
     assert f"# Composed as: {variant.composition.command()}" in head

@@ -21,12 +21,17 @@ import verl_reference as vr
 from omegaconf import OmegaConf
 
 import verl_roles
+from verl_roles.layout import ENGINE_TABLE, HF_MODULE_NAMES, MEGATRON_MODULE_NAMES
 from verl_roles.layout import ENGINES as OUR_ENGINES
 
-# verl's engines that model_engine offers here too.
+# verl's engines that model_engine offers here too (every one of them: see the first test).
 ENGINES = [engine for engine in vr.engines() if engine in OUR_ENGINES]
 ALL = tuple(ENGINES)
-FSDP_READS_FLAT_LORA = ("dp", "torchtitan", "veomni")
+# Engines by how verl reads LoRA (the layout table's LoRA naming family): the FSDP engine and VeOmni, built on
+# it, read the flat keys; Megatron reads the block; TorchTitan reads neither.
+FLAT_LORA_READERS = tuple(e.name for e in ENGINE_TABLE if e.lora_module_names == HF_MODULE_NAMES)
+BLOCK_LORA_READERS = tuple(e.name for e in ENGINE_TABLE if e.lora_module_names == MEGATRON_MODULE_NAMES)
+NO_LORA = tuple(e.name for e in ENGINE_TABLE if e.lora_module_names is None)
 MODELS = ("actor_rollout_ref.model", "critic.model")
 
 
@@ -60,22 +65,32 @@ ALLOWED: tuple[Allowed, ...] = (
         "follows actor_rollout_ref.rollout.name; verl's oc.select of its mandatory name resolves to null",
     ),
     *_per_model(
-        "lora.alpha", FSDP_READS_FLAT_LORA,
+        "lora.alpha", FLAT_LORA_READERS,
         "the block is our one LoRA source; under FSDP-style engines it carries the alpha verl's engine "
         "reads from the flat lora_alpha (16), so both names agree (verl's block default 32 is unread there)",
     ),
     *_per_model(
-        "lora.target_modules", FSDP_READS_FLAT_LORA,
+        "lora.target_modules", FLAT_LORA_READERS,
         "the block is our one LoRA source; under FSDP-style engines it carries the modules verl's engine "
         "reads from the flat target_modules (all-linear, Hugging Face names), not Megatron's names",
     ),
     *_per_model(
-        "lora_alpha", ("megatron",),
+        "lora.alpha", NO_LORA,
+        "verl's TorchTitan engine reads no LoRA setting (a non-zero rank is refused here); the block keeps "
+        "the Hugging Face defaults, so the flat lora_alpha derived from it is verl's flat default (16)",
+    ),
+    *_per_model(
+        "lora.target_modules", NO_LORA,
+        "verl's TorchTitan engine reads no LoRA setting (a non-zero rank is refused here); the block keeps "
+        "the Hugging Face defaults, so the flat target_modules derived from it is verl's (all-linear)",
+    ),
+    *_per_model(
+        "lora_alpha", BLOCK_LORA_READERS,
         "derived from the block, which verl's Megatron engine reads (alpha 32): one alpha under both names "
         "(verl's unread flat default is 16)",
     ),
     *_per_model(
-        "target_modules", ("megatron",),
+        "target_modules", BLOCK_LORA_READERS,
         "derived from the block, which verl's Megatron engine reads (Megatron module names): one list "
         "under both names (verl's unread flat default is all-linear)",
     ),
@@ -90,6 +105,12 @@ ALLOWED: tuple[Allowed, ...] = (
         "exist, so old command lines set them without `+`",
     ),
 )
+
+
+def test_every_verl_engine_is_an_option_of_model_engine():
+    """The surface is checked for each engine verl ships: none may be left out of this file's tests."""
+    assert set(vr.engines()) <= set(OUR_ENGINES), set(vr.engines()) - set(OUR_ENGINES)
+    assert all(set(entry.engines) <= set(ENGINES) for entry in ALLOWED)
 
 
 def allowed_for(engine: str) -> list[Allowed]:

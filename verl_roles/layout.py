@@ -38,7 +38,8 @@ class Engine:
     model replica spans; with ``divides_gpus`` that product must divide the GPU count, and the train
     batch is split over data-parallel ranks times the micro batch (verl's rules for Megatron).
     ``topology``: keys actor and critic must share under a shared placement, ``unset_follows`` the key
-    an unset one of them means. ``lora_module_names``: the naming family of LoRA target modules.
+    an unset one of them means. ``lora_module_names``: the naming family of LoRA target modules, None
+    for an engine that reads no LoRA setting.
     ``baseline_file`` / ``optimizer_file``: the config files holding the engine's and its optimizer's
     defaults (what slime's per-role values are compared with).
     """
@@ -53,7 +54,7 @@ class Engine:
     divides_gpus: bool = False
     topology: tuple[str, ...] = ()
     unset_follows: Mapping[str, str] = field(default_factory=dict)
-    lora_module_names: str = HF_MODULE_NAMES
+    lora_module_names: str | None = HF_MODULE_NAMES
     baseline_file: str = ""
     optimizer_file: str = ""
 
@@ -112,8 +113,52 @@ MEGATRON = Engine(
     optimizer_file="optim/megatron.yaml",
 )
 
+TORCHTITAN = Engine(
+    name="torchtitan",
+    baseline="torchtitan",
+    role_block="torchtitan",
+    summary=(
+        ("TP", "tensor_parallel_size"),
+        ("PP", "pipeline_parallel_size"),
+        ("CP", "context_parallel_size"),
+        ("EP", "expert_parallel_size"),
+        ("dp_shard", "data_parallel_shard_size"),
+        ("param_offload", "param_offload"),
+    ),
+    # A replica spans TP*PP*CP ranks; the rest of the GPUs are its data-parallel ranks. verl checks the
+    # batch against the GPU count as for dp (its validate_config special-cases Megatron only).
+    model_parallel=(
+        ("TP", "torchtitan.tensor_parallel_size"),
+        ("PP", "torchtitan.pipeline_parallel_size"),
+        ("CP", "torchtitan.context_parallel_size"),
+    ),
+    # No shared topology: each TorchTitan engine builds its own device mesh, as each FSDP role does.
+    # verl's TorchTitan engine reads no LoRA setting.
+    lora_module_names=None,
+    baseline_file="engine/torchtitan.yaml",
+    optimizer_file="optim/torchtitan.yaml",
+)
+
+VEOMNI = Engine(
+    name="veomni",
+    baseline="veomni",
+    role_block="veomni",
+    summary=(
+        ("fsdp_size", "fsdp_size"),
+        ("ulysses_sp", "ulysses_parallel_size"),
+        ("EP", "expert_parallel_size"),
+        ("param_offload", "param_offload"),
+    ),
+    model_parallel=(("ulysses_parallel_size", "veomni.ulysses_parallel_size"),),
+    # VeOmni keeps one parallel state per process, set by the first engine built there; verl places the
+    # actor and the critic in the same processes, so the critic cannot have a layout of its own.
+    topology=("fsdp_size", "ulysses_parallel_size", "expert_parallel_size"),
+    baseline_file="engine/veomni.yaml",
+    optimizer_file="optim/veomni.yaml",
+)
+
 # Every engine of the model_engine group, the default first.
-ENGINE_TABLE: tuple[Engine, ...] = (DP, MEGATRON)
+ENGINE_TABLE: tuple[Engine, ...] = (DP, MEGATRON, TORCHTITAN, VEOMNI)
 DEFAULT_ENGINE = ENGINE_TABLE[0].name
 ENGINES: tuple[str, ...] = tuple(engine.name for engine in ENGINE_TABLE)
 ENGINE_ALIASES: dict[str, str] = {alias: e.name for e in ENGINE_TABLE for alias in e.aliases}

@@ -11,7 +11,15 @@ from collections.abc import Iterable, Iterator
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import Problem
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, LORA_SECTIONS, MEGATRON_MODULE_NAMES, Engine, engine
+from verl_roles.layout import (
+    DEFAULT_ENGINE,
+    ENGINE_KEY,
+    ENGINE_TABLE,
+    LORA_SECTIONS,
+    MEGATRON_MODULE_NAMES,
+    Engine,
+    engine,
+)
 from verl_roles.validate import is_int, is_number
 
 LORA_TYPES = ("lora", "vlm_lora", "canonical_lora", "dora")
@@ -31,6 +39,17 @@ MEGATRON_MODULES = (
 
 # Hugging Face (PEFT) names that never exist in a Megatron-Core model.
 HF_MODULES = ("all-linear", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def _lora_engines() -> list[str]:
+    """The engines whose verl engine reads LoRA settings."""
+    return [row.name for row in ENGINE_TABLE if row.lora_module_names is not None]
+
+
+def _one_of(names: list[str]) -> str:
+    """``model_engine=a, b or c``."""
+    listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+    return f"{ENGINE_KEY}={listed}"
 
 
 def _names(value: object) -> list[str]:
@@ -76,6 +95,16 @@ def _lora_problems(section: str, lora: DictConfig, chosen: Engine) -> Iterator[P
     # A value of the wrong type (rank 8.5, dropout "abc") is reported by the schema check; these
     # rules check what the types cannot say.
     rank = lora.get("rank")
+    if chosen.lora_module_names is None and is_int(rank) and rank > 0:
+        yield Problem(
+            key=f"{section}.rank",
+            message=f"turns LoRA on, but verl's {chosen.name} engine reads no LoRA setting: the model would "
+            "train all of its weights, without an adapter",
+            value=rank,
+            show_value=True,
+            fix=f"set {section}.rank=0, or pick an engine that has LoRA ({_one_of(_lora_engines())})",
+        )
+        return
     if is_int(rank) and rank < 0:
         yield Problem(
             key=f"{section}.rank",

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 # (a) Our own keys: they exist in verl_roles only.
 OUR_KEYS: dict[str, str] = {
-    # The common engine baselines every role block follows leaf by leaf (engine/fsdp.yaml,
-    # engine/megatron.yaml): typed as the actor's block they feed.
+    # The common engine baselines every role block follows leaf by leaf (engine/<engine>.yaml): typed as
+    # the actor's block they feed.
     "megatron": "=actor_rollout_ref.actor.megatron",
     "fsdp": "=actor_rollout_ref.actor.fsdp_config",
+    "torchtitan": "=actor_rollout_ref.actor.torchtitan",
+    "veomni": "=actor_rollout_ref.actor.veomni",
     "megatron_config_path": "str | None",
     "actor_critic_same_topology": "bool",
     # The one structured LoRA block per model (verl has an untyped `lora` mapping next to its flat
@@ -208,6 +210,10 @@ UNTYPED_BY_VERL: dict[str, str] = {
     "actor_rollout_ref.actor.fsdp_config.wrap_policy.min_num_params": "int",
     "actor_rollout_ref.ref.fsdp_config.wrap_policy.min_num_params": "int",
     "critic.fsdp.wrap_policy.min_num_params": "int",
+    # TorchtitanEngineConfig.wrap_policy, read as FSDP's is.
+    "actor_rollout_ref.actor.torchtitan.wrap_policy.min_num_params": "int",
+    "actor_rollout_ref.ref.torchtitan.wrap_policy.min_num_params": "int",
+    "critic.torchtitan.wrap_policy.min_num_params": "int",
     **{
         f"{role}.megatron.override_transformer_config.{key}": text
         for role in ("actor_rollout_ref.actor", "critic")

@@ -191,8 +191,9 @@ def _read_slime(cfg: DictConfig, path: Any) -> list[slime.RoleEntry]:
             [
                 Problem(
                     key=SLIME_PATH_KEY,
-                    message="a slime per-role file holds Megatron settings, but "
-                    f"{ENGINE_KEY}={cfg.get(ENGINE_KEY)}",
+                    message=f"slime's per-role files are {SLIME_ENGINE.name}-only (their keys are Megatron "
+                    f"argparse names for the `{SLIME_ENGINE.role_block}` blocks), but the config was "
+                    f"composed with {ENGINE_KEY}={cfg.get(ENGINE_KEY)}",
                     fix=f"add {ENGINE_KEY}={SLIME_ENGINE.name}, or drop {SLIME_PATH_KEY}",
                 )
             ]

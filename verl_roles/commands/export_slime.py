@@ -53,7 +53,10 @@ def export_slime(command: CommandLine) -> str:
             [
                 Problem(
                     key=ENGINE_KEY,
-                    message=f"export-slime writes Megatron settings, but the engine is {cfg[ENGINE_KEY]}",
+                    message=f"slime's per-role files are {SLIME_ENGINE.name}-only (Megatron argparse names "
+                    f"for the `{SLIME_ENGINE.role_block}` blocks), so export-slime needs "
+                    f"{ENGINE_KEY}={SLIME_ENGINE.name}; the config was composed with "
+                    f"{ENGINE_KEY}={cfg[ENGINE_KEY]}",
                     fix=f"add {ENGINE_KEY}={SLIME_ENGINE.name} to the overrides",
                 )
             ]

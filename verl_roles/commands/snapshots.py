@@ -78,6 +78,16 @@ VARIANTS: tuple[Variant, ...] = (
         same_as=(Composition(config_name="ppo_megatron_trainer"),),
     ),
     Variant(
+        filename="_generated_ppo_torchtitan_trainer.yaml",
+        about="the TorchTitan engine for every role",
+        composition=Composition(("model_engine=torchtitan",)),
+    ),
+    Variant(
+        filename="_generated_ppo_veomni_trainer.yaml",
+        about="the VeOmni engine for every role",
+        composition=Composition(("model_engine=veomni",)),
+    ),
+    Variant(
         filename="_generated_ppo_megatron_tp2_role_overrides.yaml",
         about="Megatron with TP=2/PP=2 set once on the common baseline, plus per-role overrides",
         composition=Composition(
