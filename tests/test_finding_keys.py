@@ -12,6 +12,7 @@ import pytest
 from conftest import CONF, assert_user_error, cli_env, main_in_process, run, write
 
 from verl_roles.cli import main as cli
+from verl_roles.layout import ENGINE_ALIASES, ENGINES
 
 MEGATRON = "model_engine=megatron"
 
@@ -49,7 +50,7 @@ def test_keys_of_an_engine_show_interpolations_and_what_they_resolve_to(capsys):
     assert not any(line.startswith("critic.") for line in lines)
 
 
-@pytest.mark.parametrize("engine", ["dp", "megatron"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_every_key_has_its_comment(capsys, engine):
     lines = keys_output(capsys, f"model_engine={engine}")
     keys = [i for i, line in enumerate(lines) if not line.startswith(" ")]
@@ -116,7 +117,7 @@ def test_main_help_lists_only_the_groups_a_user_picks(tmp_path: Path, capsys):
     assert len(lines) < 60
     listed = [line.split(None, 1) for line in lines if line.startswith(("  model", "  role", "  hydra/"))]
     groups = {name: options for name, options in listed}
-    assert groups["model_engine"] == "dp, fsdp, megatron"
+    assert groups["model_engine"] == ", ".join(sorted([*ENGINES, *ENGINE_ALIASES]))
     assert groups["role/critic"] == "default, offload"
     assert "basic" in groups["hydra/launcher"]
     for internal in ("actor", "engine", "lora", "optim", "profiler", "rollout"):
@@ -148,8 +149,8 @@ def test_shell_completion_through_the_console_script(tmp_path: Path):
     top = complete("verl-roles-main ")
     assert {"model_engine=", "role/", "trainer.", "hydra/"} <= set(top) | {"hydra/"}
     assert not {"actor=", "engine=", "lora=", "optim="} & set(top)
-    assert complete("verl-roles-main model_engine=") == ["model_engine=dp", "model_engine=fsdp",
-                                                        "model_engine=megatron"]
+    options = sorted([*ENGINES, *ENGINE_ALIASES])
+    assert complete("verl-roles-main model_engine=") == [f"model_engine={option}" for option in options]
     assert complete("verl-roles-main model_engine=megatron megatron.tensor_m") == [
         "megatron.tensor_model_parallel_size="
     ]
