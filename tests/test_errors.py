@@ -72,9 +72,48 @@ CASES: list[tuple[str, list[str], list[str]]] = [
         ["megatron.tensor_model_parallel_size", "add `model_engine=megatron`"],
     ),
     (
+        # The command line chose the engine: the fix switches it, it does not add a second one.
         "fsdp-key-under-megatron",
         ["model_engine=megatron", "fsdp.param_offload=true"],
-        ["fsdp.param_offload", "exists only with model_engine=dp", "add `model_engine=dp`"],
+        [
+            "fsdp.param_offload",
+            "exists only with model_engine=dp",
+            "the command line chose model_engine=megatron: switch it to model_engine=dp, or drop "
+            "`fsdp.param_offload=true`",
+        ],
+    ),
+    (
+        # Near in name (lr abbreviates learning_rate) and of a type that takes 1e-6; clip_grad, spelt
+        # nearer as a whole path, is not offered.
+        "did-you-mean-abbreviation-and-type",
+        ["actor_rollout_ref.actor.optim.learning_rate=1e-6"],
+        [
+            "did you mean `actor_rollout_ref.actor.optim.lr`? Write `actor_rollout_ref.actor.optim.lr=1e-06`",
+        ],
+    ),
+    (
+        "did-you-mean-in-another-section",
+        ["actor_rollout_ref.optim.lr=1e-6"],
+        ["did you mean `actor_rollout_ref.actor.optim.lr`?"],
+    ),
+    (
+        "internal-group-with-an-engine",
+        ["actor=megatron"],
+        [
+            "actor: is an internal config group (files the engine and role options mount), not a choice",
+            "the groups you choose are model_engine, role/actor, role/critic",
+            "write `model_engine=megatron`",
+        ],
+    ),
+    (
+        "internal-group-with-an-option",
+        ["critic=mine"],
+        ["critic: is an internal config group", "`role/critic=mine`"],
+    ),
+    (
+        "command-line-config-path",
+        ["--config-path=config", "--config-name=my_trainer"],
+        ["--config-path config: replaces verl_roles' own config tree", "write `--config-dir config` instead"],
     ),
     (
         "plus-on-an-existing-key",
@@ -150,6 +189,57 @@ CASES: list[tuple[str, list[str], list[str]]] = [
         ["`data.train_batch_size=[1`", "not a valid Hydra override", "override_grammar"],
     ),
 ]
+
+
+# Suggestions that must never be made for these command lines (the key or value typed, a key of
+# another type, an internal group).
+NEVER_SUGGESTED: list[tuple[list[str], list[str]]] = [
+    (["actor_rollout_ref.actor.optim.learning_rate=1e-6"], ["clip_grad"]),
+    (["actor=megatron"], ["did you mean `actor`", "Write `actor=megatron`"]),
+    (["actor_rollout_ref.actor.optim.lrr=abc"], ["did you mean"]),  # lr takes a number, not 'abc'
+    (["model_enginez=megatron"], ["`actor`", "`engine`", "`optim`"]),
+]
+
+
+@pytest.mark.parametrize(("args", "absent"), NEVER_SUGGESTED, ids=[" ".join(a) for a, _ in NEVER_SUGGESTED])
+def test_suggestions_are_never_what_was_typed_nor_of_another_type(args, absent, tmp_path, capsys):
+    code, out, err = main_in_process(args, tmp_path, capsys)
+    assert code == 2
+    for phrase in absent:
+        assert phrase not in err, err
+
+
+def test_a_baseline_value_is_reported_once_at_the_key_set(tmp_path, capsys):
+    code, _, err = main_in_process(
+        ["model_engine=megatron", "megatron.tensor_model_parallel_size=3"], tmp_path, capsys
+    )
+    assert code == 2
+    assert err.count("verl_roles error:") == 1 and "problems in the config" not in err
+    head = "megatron.tensor_model_parallel_size: TP*PP*CP = 3*1*1 = 3 does not divide the 8 GPUs"
+    assert err.startswith(f"verl_roles error: {head}")
+    assert "actor, ref and critic follow this value" in err
+    assert "came from the command line override `megatron.tensor_model_parallel_size=3`" in err
+    assert "config files" not in err
+
+
+def test_an_engine_key_outside_an_engine_sweep_says_to_split_the_sweep(tmp_path, capsys):
+    code = main(["-m", "model_engine=dp,megatron", "megatron.tensor_model_parallel_size=2",
+                 f"hydra.sweep.dir={tmp_path / 's'}"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "add `model_engine=megatron`" not in err
+    assert "The sweep `model_engine=dp,megatron` runs both engines" in err
+    split = "run one sweep per engine: `-m model_engine=megatron megatron.tensor_model_parallel_size=2 ...`"
+    assert split in err
+
+
+def test_summary_leaves_out_a_critic_that_is_not_trained(tmp_path, capsys):
+    code, out, err = main_in_process(["algorithm.adv_estimator=grpo"], tmp_path, capsys)
+    assert code == 0, err
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
+    assert rows == ["actor", "ref", "rollout", "trainer"]
+    code, out, err = main_in_process([], tmp_path / "gae", capsys)
+    assert [line.split()[0] for line in out.splitlines() if line.startswith("  ")][:2] == ["actor", "critic"]
 
 
 def _assert_one_paragraph_error(code: int, output: str, tmp_path: Path, phrases: list[str]) -> str:

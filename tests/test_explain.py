@@ -115,6 +115,30 @@ def test_cli_unknown_key_suggests_the_close_one(capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["critic.megatron.tensor_model_parallel_size"],
+            "verl_roles error: critic.megatron.tensor_model_parallel_size: exists under "
+            "model_engine=megatron; this explains the config composed with model_engine=dp. Fix: add "
+            "model_engine=megatron: "
+            "`verl-roles explain critic.megatron.tensor_model_parallel_size model_engine=megatron`.",
+        ),
+        (
+            ["critic.fsdp.param_offload", "model_engine=megatron"],
+            "verl_roles error: critic.fsdp.param_offload: exists under model_engine=dp; this explains the "
+            "config composed with model_engine=megatron. Fix: replace model_engine=megatron with "
+            "model_engine=dp: `verl-roles explain critic.fsdp.param_offload model_engine=dp`.",
+        ),
+    ],
+    ids=["megatron-key-without-engine", "dp-key-under-megatron"],
+)
+def test_cli_key_of_another_engine_names_that_engine(capsys, args, expected):
+    assert cli_main(["explain", *args]) == 2
+    assert capsys.readouterr().err.strip() == expected
+
+
 def test_cli_subprocess(in_tmp):
     args = ["explain", "critic.rollout_n", "actor_rollout_ref.rollout.n=4"]
     result = run(args, cwd=in_tmp, module="verl_roles.cli")

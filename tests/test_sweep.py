@@ -65,7 +65,7 @@ def test_grid_writes_every_job_and_the_summary(tmp_path, capsys):
         (
             "model_engine=megatron,dp megatron.tensor_model_parallel_size=2,4",
             ["2", "3"],
-            ["exists only with model_engine=megatron", "add `model_engine=megatron`"],
+            ["exists only with model_engine=megatron", "switch it to model_engine=megatron"],
         ),
     ],
     ids=["invalid-value", "does-not-compose"],

@@ -418,6 +418,10 @@ class CommandLine:
                 choices[override.key] = str(override.value())
         return choices
 
+    def chose(self, group: str) -> bool:
+        """True when the command line picks an option of ``group`` (not a sweep of it)."""
+        return group in self.group_choices()
+
     def set_keys(self) -> list[str]:
         """The keys the command line gives a value (``key=``, ``+key=``, ``++key=``), in order."""
         return [o.key for o in self.key_overrides() if not o.is_delete]

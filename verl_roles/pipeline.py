@@ -46,12 +46,12 @@ class StepInputs:
     stock_config: Callable[[str], DictConfig]
 
 
-def resolve(cfg: DictConfig) -> DictConfig:
+def resolve(cfg: DictConfig, followed: dict[str, str] | None = None) -> DictConfig:
     """Replace every interpolation of ``cfg`` by its value, in place, and make it read-only.
 
     The result behaves like a config built from plain values: no struct flag, read-only.
     """
-    resolve_in_place(cfg)
+    resolve_in_place(cfg, followed)
     OmegaConf.set_struct(cfg, None)
     OmegaConf.set_readonly(cfg, True)
     return cfg
@@ -79,9 +79,16 @@ def finalize(
         observe(roles_report, cfg)
     # Rules read the resolved config: plain values are much cheaper to read than interpolations,
     # and nothing is written before finalize returns, so a problem still stops the run first.
-    resolved = resolve(cfg)
+    followed: dict[str, str] = {}
+    resolved = resolve(cfg, followed)
     removed = validate.removed_checked_keys(resolved, inputs.command.deleted_keys())
-    validate.validate(resolved, RULES, extra=[*roles_report.problems, *removed], notices=validate.NOTICES)
+    validate.validate(
+        resolved,
+        RULES,
+        extra=[*roles_report.problems, *removed],
+        notices=validate.NOTICES,
+        followed=followed,
+    )
     # verl 0.9.1's FSDP and VeOmni engines read LoRA from flat keys: write them, derived from the block.
     flat_report = add_flat_lora_keys(resolved)
     if observe is not None:

@@ -15,6 +15,7 @@ from verl_roles.layout import (
     Engine,
     engine,
 )
+from verl_roles.validate import critic_in_use
 
 
 def _fmt(value: object) -> str:
@@ -41,7 +42,8 @@ def _lora(model: DictConfig | None) -> str:
 
 
 def summarize(cfg: DictConfig) -> str:
-    """One line per role: engine, parallel sizes, learning rate, batch sizes and LoRA."""
+    """One line per role that runs: engine, parallel sizes, learning rate, batch sizes and LoRA (no
+    critic line when the algorithm trains no critic)."""
     chosen = engine(cfg[ENGINE_KEY])
     actor = OmegaConf.select(cfg, ACTOR)
     critic = OmegaConf.select(cfg, CRITIC)
@@ -53,12 +55,14 @@ def summarize(cfg: DictConfig) -> str:
         f"micro_batch/gpu={_fmt(actor.ppo_micro_batch_size_per_gpu)} | "
         f"{_lora(OmegaConf.select(cfg, ROLES_BY_NAME['actor'].model))}"
     )
-    lines.append(
-        f"  critic  {_parallel(cfg, 'critic', CRITIC, chosen)} | lr={_fmt(critic.optim.lr)} "
-        f"mini_batch={_fmt(critic.ppo_mini_batch_size)} "
-        f"micro_batch/gpu={_fmt(critic.ppo_micro_batch_size_per_gpu)} | "
-        f"{_lora(OmegaConf.select(cfg, ROLES_BY_NAME['critic'].model))}"
-    )
+    if critic_in_use(cfg):
+        # A critic the algorithm does not train gets no row: its settings have no effect.
+        lines.append(
+            f"  critic  {_parallel(cfg, 'critic', CRITIC, chosen)} | lr={_fmt(critic.optim.lr)} "
+            f"mini_batch={_fmt(critic.ppo_mini_batch_size)} "
+            f"micro_batch/gpu={_fmt(critic.ppo_micro_batch_size_per_gpu)} | "
+            f"{_lora(OmegaConf.select(cfg, ROLES_BY_NAME['critic'].model))}"
+        )
     lines.append(
         f"  ref     {_parallel(cfg, 'ref', REF, chosen)} | "
         f"log_prob_micro_batch/gpu={_fmt(OmegaConf.select(cfg, REF).log_prob_micro_batch_size_per_gpu)}"

@@ -21,8 +21,10 @@ from hydra.errors import ConfigCompositionException, MissingConfigException, Ove
 from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
 from verl_roles.cmdline import CommandLine
+from verl_roles.config_tree import is_internal_group
 from verl_roles.errors import ConfigError, Problem, config_files_origin, one_paragraph, yaml_problem
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, ENGINES
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES, SELECTABLE_GROUPS
+from verl_roles.schema import declared_types
 
 LIBRARY_ERRORS = (ConfigCompositionException, OmegaConfBaseException, OverrideParseException, yaml.YAMLError)
 
@@ -107,6 +109,8 @@ def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | 
 
 def _missing_option_problem(error: MissingConfigException, command: CommandLine) -> Problem:
     group, _, option = str(error.missing_cfg_file).rpartition("/")
+    if is_internal_group(group):
+        return _internal_group_problem(group, option, command.origin_of(group), command)
     options = sorted(str(o) for o in error.options or ())
     close = difflib.get_close_matches(option, options, n=1)
     fix = f"did you mean `{group}={close[0]}`?" if close else ""
@@ -133,29 +137,77 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
             origin=origin,
             fix=f"write `model_engine={value}` (it switches actor, ref and critic together)",
         )
+    if is_internal_group(key):
+        return _internal_group_problem(key, value, origin, command)
     knowledge = KeyKnowledge(command, key_paths)
     if "/" in key:
         return _unknown_group_problem(key, value, origin, knowledge)
-    current = knowledge.engine
-    for engine in ENGINES:
-        if engine != current and key in knowledge.keys_for(engine) and key not in knowledge.keys_for(current):
-            return Problem(
-                key=key,
-                message=f"exists only with model_engine={engine}; the config was composed with "
-                f"model_engine={current}",
-                origin=origin,
-                fix=f"add `model_engine={engine}` to the command line",
-            )
-    guess = knowledge.closest(key)
+    engine_only = engine_only_problem(key, command, knowledge, origin)
+    if engine_only is not None:
+        return engine_only
+    guess = knowledge.closest(key, override.value() if override is not None else None)
     fix = f"did you mean `{guess}`? Write `{guess}={value}`; " if guess else ""
     fix += f"if you mean to add a new key, write `+{key}={value}`"
     message = 'is not a key of the config (Hydra says "not in struct")'
     return Problem(key=key, message=message, origin=origin, fix=fix)
 
 
+def engine_only_problem(
+    key: str, command: CommandLine, knowledge: KeyKnowledge, origin: str
+) -> Problem | None:
+    """A key that exists only under another engine than the one ``command`` composes, worded for how the
+    command line chose that engine: not at all (add it), explicitly (switch it), or by a sweep (whose
+    own config, and every job, gets the keys that are not swept)."""
+    current = knowledge.engine
+    engine = knowledge.only_under(key)
+    if engine is None:
+        return None
+    message = f"exists only with model_engine={engine}; the config was composed with model_engine={current}"
+    swept = [o for o in command.group_overrides() if o.key == ENGINE_KEY and o.is_sweep]
+    override = command.override_for(key)
+    typed = f"`{override.text}`" if override is not None else f"`{key}=...`"
+    if swept:
+        message += (
+            f". The sweep `{swept[-1].text}` runs both engines, and an override that is not swept is part of "
+            f"every job and of the sweep's own config (which Hydra composes with model_engine={current})"
+        )
+        fix = (
+            f"run one sweep per engine: `-m model_engine={engine} {typed.strip('`')} ...` for {engine}, and "
+            f"the other engine's sweep without {typed}"
+        )
+    elif command.chose(ENGINE_KEY):
+        fix = (
+            f"the command line chose model_engine={current}: switch it to model_engine={engine}, or drop "
+            f"{typed} (the {current} engine has no such key)"
+        )
+    else:
+        fix = f"add `model_engine={engine}` to the command line"
+    return Problem(key=key, message=message, origin=origin, fix=fix)
+
+
+def _internal_group_problem(key: str, value: str, origin: str, command: CommandLine) -> Problem:
+    """``actor=megatron``: a folder of conf/ the engine and role options mount, not a command-line choice."""
+    chosen = ", ".join(command.tree.selectable_groups())
+    message = (
+        f"is an internal config group (files the engine and role options mount), not a choice of the "
+        f"command line; the groups you choose are {chosen}"
+    )
+    engine = ENGINE_ALIASES.get(value, value)
+    if engine in ENGINES:
+        fix = f"the engine is chosen for every role at once: write `model_engine={value}`"
+    elif f"role/{key}" in SELECTABLE_GROUPS:
+        fix = (
+            f"a {key} option of yours is chosen with `role/{key}={value}` (a file role/{key}/{value}.yaml in "
+            f"your --config-dir); single keys are set with KEY=VALUE (`verl-roles keys {key}` lists them)"
+        )
+    else:
+        fix = f"set single keys with KEY=VALUE instead (`verl-roles keys '*{key}*'` lists them)"
+    return Problem(key=key, message=message, origin=origin, fix=fix)
+
+
 def _unknown_group_problem(key: str, value: str, origin: str, knowledge: KeyKnowledge) -> Problem:
     groups = knowledge.groups
-    close = difflib.get_close_matches(key, groups, n=1)
+    close = [g for g in difflib.get_close_matches(key, groups, n=2) if g != key]
     fix = f"did you mean `{close[0]}={value}`?" if close else "use one of the config groups"
     return Problem(key=key, message="is not a config group", expected="one of " + ", ".join(groups),
                    origin=origin, fix=fix)
@@ -195,9 +247,10 @@ class KeyKnowledge:
 
     @property
     def groups(self) -> list[str]:
-        """Every config group a command line can switch (``model_engine``, ``role/critic``, ...)."""
+        """Every config group a command line chooses an option of (``model_engine``, ``role/critic``, and
+        a ``--config-dir``'s own groups); internal groups are never offered."""
         if self._groups is None:
-            self._groups = self.command.tree.groups_with_options()
+            self._groups = list(self.command.tree.selectable_groups())
         return self._groups
 
     def _group_overrides(self, engine: str | None) -> list[str]:
@@ -221,12 +274,55 @@ class KeyKnowledge:
             self._keys[engine] = {k for k in self._key_set(engine) if "=" not in k}
         return self._keys[engine]
 
-    def closest(self, key: str) -> str | None:
+    def only_under(self, key: str) -> str | None:
+        """The other engine ``key`` exists under, when the composed engine has no such key."""
+        if key in self.keys_for(self.engine):
+            return None
+        return next((e for e in ENGINES if e != self.engine and key in self.keys_for(e)), None)
+
+    def closest(self, key: str, value: object = None) -> str | None:
+        """The key the user most likely meant by ``key``: near in name (its last part spelt alike, or
+        abbreviated: ``learning_rate`` and ``lr``) and, when the typed ``value`` is given, of a type that
+        accepts it. Never ``key`` itself. Same section first, then anywhere."""
         keys = self.keys_for(self.engine)
-        parent = key.rpartition(".")[0]
-        siblings = [k for k in keys if k.rpartition(".")[0] == parent]
-        for pool in (siblings, keys, list(keys) + self.groups):
-            close = difflib.get_close_matches(key, pool, n=1, cutoff=0.75)
-            if close:
-                return close[0]
-        return None
+        parent, _, leaf = key.rpartition(".")
+        types = declared_types(self.engine)
+
+        def fits(candidate: str) -> bool:
+            declared = types.get(candidate)
+            return value is None or declared is None or declared.accepts(value)
+
+        siblings = [k for k in keys if k.rpartition(".")[0] == parent and k != key and fits(k)]
+        by_leaf = _near_leaves(leaf, [k.rpartition(".")[2] for k in siblings])
+        if by_leaf:
+            return f"{parent}.{by_leaf}" if parent else by_leaf
+        anywhere = [k for k in keys if k != key and _leaf_near(leaf, k.rpartition(".")[2]) and fits(k)]
+        close = difflib.get_close_matches(key, anywhere, n=1, cutoff=0.6)
+        if close:
+            return close[0]
+        # A misspelt group (`model_enginez=megatron`): only the groups a user chooses.
+        groups = [g for g in self.groups if g != key]
+        close = difflib.get_close_matches(key, groups, n=1, cutoff=0.75)
+        return close[0] if close else None
+
+
+def _abbreviates(one: str, other: str) -> bool:
+    """``lr`` and ``learning_rate``: one name is the initials of the other's words."""
+    def initials(name: str) -> str:
+        return "".join(part[0] for part in name.split("_") if part)
+
+    return "_" in one and initials(one) == other or "_" in other and initials(other) == one
+
+
+def _leaf_near(typed: str, candidate: str) -> bool:
+    """Two key names a user may confuse: spelt alike, or one abbreviating the other."""
+    return _abbreviates(typed, candidate) or difflib.SequenceMatcher(None, typed, candidate).ratio() >= 0.75
+
+
+def _near_leaves(typed: str, candidates: list[str]) -> str | None:
+    """The candidate name nearest ``typed`` (an abbreviation first, then the closest spelling), or None."""
+    for candidate in candidates:
+        if _abbreviates(typed, candidate):
+            return candidate
+    close = difflib.get_close_matches(typed, candidates, n=1, cutoff=0.75)
+    return close[0] if close else None

@@ -105,8 +105,8 @@ def check_sweep(command: CommandLine) -> SweepCheck:
         try:
             compose_raw(config_name, master, command.config_dir_path())
         except (ConfigError, *LIBRARY_ERRORS) as error:
-            check.master_error = translate(error, CommandLine.of(master, config_name, config_dir),
-                                           composed_key_paths)
+            # Worded for the whole command line: the error knows which engine the sweep runs.
+            check.master_error = translate(error, command, composed_key_paths)
         for point in points:
             try:
                 compose(point.overrides, config_name, config_dir)

@@ -139,11 +139,28 @@ def explain_many(
         knowledge = KeyKnowledge(command, composed_key_paths)
         problems = []
         for key in unknown:
-            guess = knowledge.closest(key)
-            fix = f"did you mean `{guess}`?" if guess else "check the spelling"
-            problems.append(Problem(key=key, message="is not a key of the composed config", fix=fix))
+            problems.append(_unknown_key(key, command, knowledge))
         raise ConfigError(problems)
     return [_explain(key, run, aliases, seen=set()) for key in keys]
+
+
+def _unknown_key(key: str, command: CommandLine, knowledge: KeyKnowledge) -> Problem:
+    """A KEY the composed config does not have: one of another engine, or a misspelling."""
+    engine = knowledge.only_under(key)
+    if engine is None:
+        guess = knowledge.closest(key)
+        fix = f"did you mean `{guess}`?" if guess else "check the spelling (`verl-roles keys` lists the keys)"
+        return Problem(key=key, message="is not a key of the composed config", fix=fix)
+    how = (
+        f"replace model_engine={knowledge.engine} with model_engine={engine}"
+        if command.chose(ENGINE_KEY) else f"add model_engine={engine}"
+    )
+    return Problem(
+        key=key,
+        message=f"exists under model_engine={engine}; this explains the config composed with "
+        f"model_engine={knowledge.engine}",
+        fix=f"{how}: `verl-roles explain {key} model_engine={engine}`",
+    )
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,13 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_roles.cmdline import EXPERIMENTAL_RERUN, HELP, HYDRA_FLAGS, CommandLine, FlagSpec
+from verl_roles.cmdline import CONFIG_PATH, EXPERIMENTAL_RERUN, HELP, HYDRA_FLAGS, CommandLine, FlagSpec
 from verl_roles.commands import sweep
 from verl_roles.commands.check_sweep import CHECK_SWEEP, failed_check_error, run_check
 from verl_roles.commands.main_help import main_help
 from verl_roles.commands.reporting import report, run_reporting_errors
 from verl_roles.commands.show import composition_note, mark_hydra_copy, shows_composition
+from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, VerlRolesError
 from verl_roles.hydra_adapter.app import run_app
 from verl_roles.hydra_adapter.loader import composed_key_paths, composition_error, stock_config
@@ -129,6 +130,30 @@ def describe_failure(error: BaseException, master_config: DictConfig, overrides:
     return translate(error, command, composed_key_paths)
 
 
+def _refuse_config_path(command: CommandLine) -> None:
+    """``--config-path DIR`` replaces the config tree, read relative to the package; verl's launch scripts
+    pass their own folder that way (``--config-path=config``). Here the folder goes next to ours."""
+    flag = command.flag(CONFIG_PATH)
+    if flag is None or flag.value is None:
+        return
+    if Path(flag.value).is_absolute() and Path(flag.value).resolve() == CONF_DIR:
+        return
+    exists = Path(flag.value).expanduser().is_dir()
+    raise ConfigError([Problem(
+        key=f"{flag.typed_name} {flag.value}",
+        message=(
+            "replaces verl_roles' own config tree with a folder that Hydra reads relative to the verl_roles "
+            "package, where there is none (verl's launch scripts pass their own config folder this way)"
+        ),
+        fix=(
+            f"write `--config-dir {flag.value}` instead: it adds your folder to the search path next to "
+            "verl_roles' configs, so --config-name finds your primary config there and its defaults find "
+            "ppo_trainer and the groups here"
+            + ("" if exists else f" (there is no folder {flag.value!r} in {Path.cwd()} either)")
+        ),
+    )])
+
+
 # Hydra's flags and the main job's own.
 MAIN_FLAGS: tuple[FlagSpec, ...] = (*HYDRA_FLAGS, CHECK_SWEEP)
 
@@ -161,6 +186,7 @@ def _invoke(args: list[str]) -> None:
     if command.flag(HELP) is not None:
         print(main_help(command))
         return
+    _refuse_config_path(command)
     if command.flag(CHECK_SWEEP) is not None:
         command = command.without(CHECK_SWEEP)
         _check_sweep_first(command)

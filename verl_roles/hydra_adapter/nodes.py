@@ -27,10 +27,15 @@ from omegaconf.errors import OmegaConfBaseException
 _PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\}")
 
 
-def resolve_in_place(cfg: DictConfig) -> DictConfig:
-    """Resolve every interpolation of ``cfg`` in place and return it."""
+def resolve_in_place(cfg: DictConfig, followed: dict[str, str] | None = None) -> DictConfig:
+    """Resolve every interpolation of ``cfg`` in place and return it.
+
+    ``followed``, when given, receives each key whose value was a plain reference to another key
+    (``critic.megatron.tensor_model_parallel_size`` -> ``megatron.tensor_model_parallel_size``): after
+    resolution nothing else says that a value was not set where it is read.
+    """
     pending: dict[int, Container] = {}
-    _copy_plain_references(cfg, cfg, pending)
+    _copy_plain_references(cfg, cfg, pending, "", followed)
     try:
         for container in pending.values():
             OmegaConf.resolve(container)
@@ -41,7 +46,13 @@ def resolve_in_place(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
-def _copy_plain_references(root: DictConfig, container: Container, pending: dict[int, Container]) -> None:
+def _copy_plain_references(
+    root: DictConfig,
+    container: Container,
+    pending: dict[int, Container],
+    prefix: str,
+    followed: dict[str, str] | None,
+) -> None:
     """Settle the plain references under ``container``; note the containers holding any other kind."""
     for key in _keys(container):
         node = container._get_node(key, validate_access=False)
@@ -49,9 +60,13 @@ def _copy_plain_references(root: DictConfig, container: Container, pending: dict
             if node._is_interpolation():
                 pending[id(container)] = container
             elif not (node._is_missing() or node._is_none()):
-                _copy_plain_references(root, node, pending)
-        elif isinstance(node, ValueNode) and not _settle(root, node, set()):
-            pending[id(container)] = container
+                _copy_plain_references(root, node, pending, f"{prefix}{key}.", followed)
+        elif isinstance(node, ValueNode):
+            reference = _PLAIN_REFERENCE.fullmatch(str(node._value())) if node._is_interpolation() else None
+            if not _settle(root, node, set()):
+                pending[id(container)] = container
+            elif reference is not None and followed is not None:
+                followed[f"{prefix}{key}"] = reference.group(1)
 
 
 def _keys(container: Container) -> Any:
