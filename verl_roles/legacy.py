@@ -1,9 +1,12 @@
 """Legacy key paths: the one table of old key -> current key, and where it is applied.
 
 verl's config moved keys over time (flat LoRA keys became the ``lora`` block, the FSDP critic's
-``critic.model.fsdp_config`` became ``critic.fsdp``). Old launch scripts and old config files must
-keep working without a silent change, so every legacy key is translated to its current key and
-each use is warned about, naming the old key, the new key and the value:
+``critic.model.fsdp_config`` became ``critic.fsdp``, the top-level ``reward_model`` /
+``custom_reward_function`` / ``sandbox_fusion`` sections became the ``reward`` section). Old launch
+scripts and old config files must keep working without a silent change, so every legacy key is
+translated to its current key and each use is warned about, naming the old key, the new key and the
+value; an old key with no current equivalent (:data:`REMOVED_KEYS`) is an error naming what replaced
+it, or, for a value that is what verl does anyway, dropped with a warning:
 
 - command-line overrides are translated *before* Hydra composes (otherwise Hydra rejects the old
   key as "not in struct"): :func:`read_command_line` rewrites the overrides of the one
@@ -57,6 +60,10 @@ class LegacyKey:
 
     ``section`` marks a whole section that moved: every key under ``old`` moves under ``new``.
     ``convert`` translates the value when the two spellings differ in meaning (None: unchanged).
+    ``shipped``: the old key is in our config with a null value, as in verl 0.9.1's own config (its
+    legacy reward sections); null there means unset, and the key stays (null) once its value moved.
+    ``open_target``: the current key is not in the config (``reward.reward_kwargs``, added with
+    ``+``), so a ``+`` typed with the old key is kept.
     """
 
     old: str
@@ -64,6 +71,8 @@ class LegacyKey:
     reason: str
     convert: Convert | None = None
     section: bool = False
+    shipped: bool = False
+    open_target: bool = False
 
     def new_key_for(self, key: str) -> str | None:
         """The current key for ``key``, or None when this entry does not cover ``key``."""
@@ -81,6 +90,47 @@ _LORA_REASON = "verl's flat LoRA keys are now the one structured `lora` block"
 _SKIP_REASON = "verl 0.9.1 moved rollout dumping to the top-level `skip` section"
 _TEACHER_REASON = (
     "verl 0.9.1 holds teachers by name under `distillation.teacher_models`, their pool in `distillation`"
+)
+
+_REWARD_REASON = (
+    "verl 0.9.1 reads reward settings under `reward`; its legacy top-level reward keys have no effect "
+    "in its PPO trainer"
+)
+
+# verl 0.9.1's legacy reward keys (trainer/config/legacy_reward_impl.yaml, null in our config too) and
+# the Jan-2026 ones (reward_model/*.yaml, reward_manager.yaml), each where verl 0.9.1 reads it
+# (experimental/reward_loop/reward_loop.py migrate_legacy_reward_impl maps the same keys, but only the
+# fully-async entry point calls it). Moved key by key: a section set in part keeps the current
+# defaults for the rest (custom_reward_function.name stays compute_score, as in Jan 2026).
+_REWARD_KEYS: tuple[LegacyKey, ...] = (
+    *(
+        LegacyKey(f"reward_model.{old}", f"reward.{new}", _REWARD_REASON, shipped=True)
+        for old, new in (
+            ("num_workers", "num_workers"),
+            ("reward_manager", "reward_manager.name"),
+            ("reward_loop_source", "reward_manager.source"),
+            ("reward_loop_module_path", "reward_manager.module.path"),
+            ("reward_loop_class_name", "reward_manager.module.name"),
+            ("enable", "reward_model.enable"),
+            ("enable_resource_pool", "reward_model.enable_resource_pool"),
+            ("n_gpus_per_node", "reward_model.n_gpus_per_node"),
+            ("nnodes", "reward_model.nnodes"),
+            ("model.path", "reward_model.model_path"),
+        )
+    ),
+    *(
+        LegacyKey(old, new, _REWARD_REASON, section=True, shipped=True)
+        for old, new in (
+            ("reward_model.rollout", "reward.reward_model.rollout"),
+            ("custom_reward_function", "reward.custom_reward_function"),
+            ("sandbox_fusion", "reward.sandbox_fusion"),
+        )
+    ),
+    LegacyKey("reward_model.sandbox_fusion", "reward.sandbox_fusion", _REWARD_REASON, section=True),
+    LegacyKey("reward_manager", "reward.reward_manager", _REWARD_REASON, section=True),
+    LegacyKey(
+        "reward_model.reward_kwargs", "reward.reward_kwargs", _REWARD_REASON, section=True, open_target=True
+    ),
 )
 
 # The one table of legacy key paths. Documented in the README ("Legacy keys").
@@ -120,7 +170,97 @@ LEGACY_KEYS: tuple[LegacyKey, ...] = (
             ("n_gpus_per_node", "distillation.n_gpus_per_node"),
         )
     ),
+    *_REWARD_KEYS,
 )
+
+
+@dataclass(frozen=True)
+class RemovedKey:
+    """An old key (or, with ``section``, every key below it) that has no current equivalent.
+
+    Setting it is an error naming ``replaced_by``, except to a value in ``harmless``: what verl does
+    anyway, so the key is dropped with a warning.
+    """
+
+    old: str
+    replaced_by: str
+    section: bool = False
+    harmless: tuple[object, ...] = ()
+
+    def covers(self, key: str) -> bool:
+        return key == self.old or (self.section and key.startswith(self.old + "."))
+
+
+_RM_WORKER = (
+    "verl 0.9.1 has no FSDP/Megatron reward-model worker any more: the reward model is served by an "
+    "inference engine, set with reward.reward_model.model_path and reward.reward_model.rollout.* "
+    "(batching: max_num_seqs, max_num_batched_tokens; memory: gpu_memory_utilization; parallelism: "
+    "tensor_model_parallel_size)"
+)
+
+# Jan-2026 reward-model keys verl 0.9.1 has nothing for (and two of verl 0.9.1's own legacy keys its
+# migration ignores). Documented in the README ("Legacy keys").
+REMOVED_KEYS: tuple[RemovedKey, ...] = (
+    RemovedKey(
+        "reward_model.use_reward_loop",
+        "the reward loop is verl 0.9.1's only reward implementation (the legacy reward-model worker is "
+        "gone); reward.reward_model.* configures its reward model",
+        harmless=(True,),
+    ),
+    RemovedKey(
+        "reward_model.launch_reward_fn_async",
+        "verl 0.9.1's reward loop always computes rewards asynchronously",
+        harmless=(True, False),
+    ),
+    *(
+        RemovedKey(f"reward_model.{key}", _RM_WORKER, section=section)
+        for key, section in (
+            ("strategy", False),
+            ("micro_batch_size", False),
+            ("micro_batch_size_per_gpu", False),
+            ("max_length", False),
+            ("use_dynamic_bsz", False),
+            ("forward_max_token_len_per_gpu", False),
+            ("ulysses_sequence_parallel_size", False),
+            ("load_weight", False),
+            ("nccl_timeout", False),
+            ("megatron", True),
+            ("profiler", True),
+            ("model.input_tokenizer", False),
+            ("model.override_config", True),
+            ("model.use_shm", False),
+            ("model.use_remove_padding", False),
+            ("model.use_fused_kernels", False),
+            ("model.fsdp_config", True),
+            ("model.external_lib", False),
+            ("model.trust_remote_code", False),
+        )
+    ),
+)
+
+
+def find_removed(key: str) -> RemovedKey | None:
+    """The entry of :data:`REMOVED_KEYS` covering ``key``, if any."""
+    for entry in REMOVED_KEYS:
+        if entry.covers(key):
+            return entry
+    return None
+
+
+def removed_problem(entry: RemovedKey, key: str, value: object, origin: str) -> Problem:
+    return Problem(
+        key=key,
+        message=f"is a legacy key verl 0.9.1 has no equivalent for (set to {element_text(value)})",
+        origin=origin,
+        fix=f"remove it: {entry.replaced_by}",
+    )
+
+
+def removed_warning(entry: RemovedKey, key: str, value: object) -> str:
+    return (
+        f"{key}={element_text(value)} is a legacy key with no current equivalent, dropped: "
+        f"{entry.replaced_by}. Remove it; {MIGRATE_HINT}."
+    )
 
 # Deprecated primary config names -> the overrides that replace them on the primary config.
 LEGACY_CONFIG_NAMES: dict[str, list[str]] = {
@@ -187,8 +327,9 @@ def translate_override(override: Override) -> Translation | None:
     if hit is None:
         return None
     entry, new_key = hit
-    # `+key=v` appended a key that did not exist; the current key always exists, so plain `key=v`.
-    prefix = "" if override.prefix == "+" else override.prefix
+    # `+key=v` appended a key that did not exist; the current key exists (unless the entry says it
+    # does not), so plain `key=v`.
+    prefix = "" if override.prefix == "+" and not entry.open_target else override.prefix
     value = _converted_value_text(entry, override)
     new_token = f"{prefix}{new_key}" + ("" if value is None else f"={value}")
     return Translation(entry, override.key, new_key, override.text, new_token, value or "(deleted)")
@@ -201,17 +342,61 @@ def _same_value(translated: Override, current: Override) -> bool:
 
 
 @dataclass(frozen=True)
+class Removal:
+    """A command-line override of a key with no current equivalent, dropped from the command line;
+    ``harmless`` when its value is what verl does anyway (a warning), else it is refused."""
+
+    entry: RemovedKey
+    key: str
+    token: str
+    value: object
+    harmless: bool
+
+    def message(self) -> str:
+        return removed_warning(self.entry, self.key, self.value)
+
+
+@dataclass(frozen=True)
 class TranslatedCommand:
-    """A command line with every legacy key read as its current key, and what was rewritten."""
+    """A command line with every legacy key read as its current key, and what was rewritten or
+    dropped."""
 
     command: CommandLine
     translations: tuple[Translation, ...]
+    removals: tuple[Removal, ...] = ()
 
 
-def translate_command(command: CommandLine) -> TranslatedCommand:
+def _removal(override: Override) -> Removal | None:
+    if override.is_group or override.package is not None:
+        return None
+    entry = find_removed(override.key)
+    if entry is None:
+        return None
+    value = override.value() if override.parsed is not None else override.value_text
+    harmless = override.is_delete or (
+        not override.is_sweep and any(type(value) is type(h) and value == h for h in entry.harmless)
+    )
+    return Removal(entry, override.key, override.text, value, harmless)
+
+
+def translate_command(command: CommandLine, refuse_removed: bool = True) -> TranslatedCommand:
     """Rewrite every legacy key among the overrides of ``command`` (flags and their values are never
     touched). A legacy override whose current key is also on the command line with the same value
-    is dropped; with a different value it is a :class:`ConfigError` naming both."""
+    is dropped; with a different value it is a :class:`ConfigError` naming both. An override of a key
+    with no current equivalent is dropped; unless its value is harmless it is a :class:`ConfigError`
+    naming what replaced it (with ``refuse_removed``; ``verl-roles migrate`` only lists it)."""
+    removals = {id(o): r for o in command.key_overrides() if (r := _removal(o)) is not None}
+    refused = [r for r in removals.values() if not r.harmless]
+    if refused and refuse_removed:
+        origin = "the command line override `{}`"
+        raise ConfigError([removed_problem(r.entry, r.key, r.value, origin.format(r.token)) for r in refused])
+    if removals:
+        command = command.rewritten(lambda o: [] if id(o) in removals else None)
+    translated = _translate_keys(command)
+    return TranslatedCommand(translated.command, translated.translations, tuple(removals.values()))
+
+
+def _translate_keys(command: CommandLine) -> TranslatedCommand:
     translations = {id(o): t for o in command.key_overrides() if (t := translate_override(o)) is not None}
     if not translations:
         return TranslatedCommand(command, ())
@@ -270,6 +455,8 @@ def read_command_line(command: CommandLine) -> TranslatedCommand:
         warn(config_warning, ConfigDeprecationWarning)
     for translation in translated.translations:
         warn(translation.message(), ConfigDeprecationWarning)
+    for removal in translated.removals:
+        warn(removal.message(), ConfigDeprecationWarning)
     return translated
 
 
@@ -313,10 +500,22 @@ def _legacy_keys_in(cfg: DictConfig) -> Iterator[tuple[LegacyKey, str, object]]:
         if not isinstance(parent, DictConfig) or leaf not in parent:
             continue
         value = raw_at(cfg, entry.old)
-        if entry.section:
-            yield from ((entry, paths.dotted(key), leaf) for key, leaf in paths.leaves(value, (entry.old,)))
-        else:
-            yield entry, entry.old, value
+        found = paths.leaves(value, (entry.old,)) if entry.section else [((entry.old,), value)]
+        for key, leaf in found:
+            # A shipped legacy key (null in our config, as in verl's) is unset while it is null.
+            if not (entry.shipped and leaf is None):
+                yield entry, paths.dotted(key), leaf
+
+
+def _removed_keys_in(cfg: DictConfig) -> Iterator[tuple[RemovedKey, str, object]]:
+    """``(entry, key, unresolved value)`` for every key with no current equivalent a file set (null is
+    unset: verl 0.9.1 keeps two of them at null, and null was the Jan-2026 default of most)."""
+    for entry in REMOVED_KEYS:
+        value = raw_at(cfg, entry.old)
+        if value is ABSENT:
+            continue
+        found = paths.leaves(value, (entry.old,)) if entry.section else [((entry.old,), value)]
+        yield from ((entry, paths.dotted(key), leaf) for key, leaf in found if leaf is not None)
 
 
 def _set_on_command_line(key: str, cli_keys: set[str]) -> bool:
@@ -335,18 +534,27 @@ def normalize_config(
     only when a config file uses a legacy key.
     """
     found = list(_legacy_keys_in(cfg))
-    if not found:
+    removed = list(_removed_keys_in(cfg))
+    if not found and not removed:
         return LegacyReport()
     engine = str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE))
     cli_keys = set(command.set_keys())
     problems: list[Problem] = []
     moves: list[LegacyMove] = []
+    dropped: list[str] = []
+    for entry, key, value in removed:
+        if any(type(value) is type(h) and value == h for h in entry.harmless):
+            warn(removed_warning(entry, key, value) + " (from a config file)", ConfigDeprecationWarning)
+            dropped.append(key)
+        else:
+            problems.append(removed_problem(entry, key, value, "a config file"))
     for entry, old_key, old_value in found:
         new_key = entry.new_key_for(old_key)
         assert new_key is not None
         new_value = entry.converted(old_value)
         parent_key = new_key.rpartition(".")[0]
-        if not isinstance(OmegaConf.select(cfg, parent_key, default=None), DictConfig):
+        parent = OmegaConf.select(cfg, parent_key, default=None)
+        if not entry.open_target and not isinstance(parent, DictConfig):
             problems.append(
                 Problem(
                     key=old_key,
@@ -394,6 +602,19 @@ def normalize_config(
         if not move.dropped:
             paths.assign(cfg, move.new_key, move.value, add=True)
     for entry in LEGACY_KEYS:
-        if raw_at(cfg, entry.old) is not ABSENT:
+        if raw_at(cfg, entry.old) is ABSENT:
+            continue
+        if entry.shipped:
+            # verl's config keeps its legacy reward keys (null): only the values moved are reset.
+            for move in moves:
+                if entry.new_key_for(move.old_key) is not None:
+                    paths.assign(cfg, move.old_key, None)
+        else:
             paths.delete(cfg, entry.old)
+    stock = stock_config(engine) if dropped else None
+    for key in dropped:
+        if raw_at(stock, key) is ABSENT:
+            paths.delete(cfg, key)
+        else:
+            paths.assign(cfg, key, None)
     return LegacyReport(tuple(moves))

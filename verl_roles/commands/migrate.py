@@ -2,9 +2,10 @@
 
 Every argument is one token of the old command line (as the shell passed it). Legacy keys are
 rewritten through the table in :mod:`verl_roles.legacy`, a deprecated ``--config-name`` becomes
-the overrides that replace it, everything else is kept as it is. The new command line goes to
-stdout, one token per argument, quoted so that the shell reads back exactly the same tokens; what
-changed is listed on stderr.
+the overrides that replace it, a key with no current equivalent is dropped (and named, with what
+replaced it), everything else is kept as it is. The new command line goes to stdout, one token per
+argument, quoted so that the shell reads back exactly the same tokens; what changed is listed on
+stderr.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ USAGE = """usage: verl-roles migrate [ARGS...]
 
 Prints the modern equivalent of a legacy `python -m verl_roles.main ARGS...` (or verl trainer)
 command line: flat LoRA keys become lora.*, critic.model.fsdp_config.* becomes critic.fsdp.*,
-`--config-name ppo_megatron_trainer` becomes model_engine=megatron. Changes are listed on stderr.
+reward_model.* / custom_reward_function.* / sandbox_fusion.* become reward.*,
+`--config-name ppo_megatron_trainer` becomes model_engine=megatron; a key with no current
+equivalent is dropped. Changes are listed on stderr.
 
 example:
   verl-roles migrate --config-name ppo_megatron_trainer actor_rollout_ref.model.lora_rank=8
@@ -50,7 +53,7 @@ def _replacement(flag: Flag) -> list[str] | None:
 
 def migrate_command_line(args: list[str]) -> tuple[list[str], list[str]]:
     """The modern tokens for ``args`` and one line per change made."""
-    translated = translate_command(CommandLine.parse(args))
+    translated = translate_command(CommandLine.parse(args), refuse_removed=False)
     tokens: list[str] = []
     changes: list[str] = []
     for item in translated.command.items:
@@ -62,6 +65,12 @@ def migrate_command_line(args: list[str]) -> tuple[list[str], list[str]]:
         else:
             tokens.extend(item.tokens if isinstance(item, Flag) else (item.text,))
     changes += [f"{t.old_token} -> {t.new_token} ({t.entry.reason})" for t in translated.translations]
+    changes += [
+        f"{r.token} dropped, no current equivalent"
+        + ("" if r.harmless else " (review: the run will differ)")
+        + f": {r.entry.replaced_by}"
+        for r in translated.removals
+    ]
     return tokens, changes
 
 
