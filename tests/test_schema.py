@@ -194,6 +194,7 @@ def test_packaged_names_are_verls_lists():
         "actor_rollout_ref.model.exclude_modules='.*visual.*'",
         "actor_rollout_ref.actor.profiler.save_path=null",
         "actor_rollout_ref.actor.loss_scale_factor=512",
+        "trainer.test_freq=False",
     ],
 )
 def test_values_verl_accepts_compose(override):

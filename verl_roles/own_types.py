@@ -128,7 +128,8 @@ UNTYPED_BY_VERL: dict[str, str] = {
     "trainer.validation_data_dir": "str | None",
     "trainer.nnodes": "int",
     "trainer.n_gpus_per_node": "int",
-    "trainer.save_freq": "int",
+    # verl tests `freq > 0` and `step % freq == 0`: a boolean works too (false never, true every step).
+    "trainer.save_freq": "int | bool",
     # Seconds, compared with a float time budget.
     "trainer.esi_redundant_time": "float",
     "trainer.resume_mode": "str",
@@ -136,7 +137,7 @@ UNTYPED_BY_VERL: dict[str, str] = {
     "trainer.del_local_ckpt_after_load": "bool",
     "trainer.val_before_train": "bool",
     "trainer.val_only": "bool",
-    "trainer.test_freq": "int",
+    "trainer.test_freq": "int | bool",
     "trainer.critic_warmup": "int",
     "trainer.default_hdfs_dir": "str | None",
     "trainer.default_local_dir": "str",
