@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from conftest import DATA, flat, group_options, read_overrides
+from conftest import CONF, DATA, flat, group_options, read_overrides
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles.layout import ENGINES
+from verl_roles.layout import ENGINES, ROLE_GROUPS, ROLE_SECTIONS
+from verl_roles.paths import leaves
 
 
 @pytest.mark.parametrize("engine", group_options("model_engine"))
@@ -18,12 +19,25 @@ def test_every_model_engine_option_composes(engine):
     assert cfg.model_engine == ("dp" if engine == "fsdp" else engine)
 
 
-@pytest.mark.parametrize("role", ["actor", "critic"])
+# Every option file of every role group: (role, option).
+ROLE_OPTIONS = [(path.parent.name, path.stem) for path in sorted(CONF.glob("role/*/*.yaml"))]
+
+
+@pytest.mark.parametrize(("role", "option"), ROLE_OPTIONS, ids=[f"{r}={o}" for r, o in ROLE_OPTIONS])
 @pytest.mark.parametrize("engine", ENGINES)
-def test_every_role_option_composes(role, engine):
-    for option in group_options(f"role/{role}"):
-        cfg = verl_roles.compose([f"model_engine={engine}", f"role/{role}={option}"])
-        assert cfg.model_engine == engine
+def test_every_role_option_composes(role, option, engine):
+    cfg = verl_roles.compose([f"model_engine={engine}", f"role/{role}={option}"])
+    assert cfg.model_engine == engine
+    # Every value the option sets lands in its role's section (keys relative to the section).
+    section = OmegaConf.select(cfg, ROLE_SECTIONS[role])
+    written = OmegaConf.load(CONF / "role" / role / f"{option}.yaml")
+    for path, value in leaves(OmegaConf.to_container(written)):
+        if path:  # an option that sets nothing is one empty mapping
+            assert OmegaConf.select(section, ".".join(path)) == value, (role, option, path)
+
+
+def test_every_role_has_its_option_group():
+    assert {role for role, _ in ROLE_OPTIONS} == set(ROLE_GROUPS)
 
 
 def test_default_engine_is_dp():

@@ -228,20 +228,33 @@ def test_topology_mismatch_names_every_differing_key_with_both_values():
 
 
 @pytest.mark.parametrize(
-    "overrides",
+    ("overrides", "actor", "critic"),
     [
-        ["actor_critic_same_topology=false", "critic.megatron.tensor_model_parallel_size=2"],
+        (
+            ["actor_critic_same_topology=false", "critic.megatron.tensor_model_parallel_size=2"],
+            {"tensor_model_parallel_size": 1},
+            {"tensor_model_parallel_size": 2},
+        ),
         # Same per-role value on both sides; the actor's unset expert tensor size means its TP (2).
-        [
-            "critic.megatron.tensor_model_parallel_size=2",
-            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
-            "critic.megatron.expert_tensor_parallel_size=2",
-        ],
+        (
+            [
+                "critic.megatron.tensor_model_parallel_size=2",
+                "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+                "critic.megatron.expert_tensor_parallel_size=2",
+            ],
+            {"tensor_model_parallel_size": 2, "expert_tensor_parallel_size": None},
+            {"tensor_model_parallel_size": 2, "expert_tensor_parallel_size": 2},
+        ),
     ],
     ids=["switched-off", "same-per-role-and-unset-etp-equals-tp"],
 )
-def test_topology_rule_passes(overrides):
-    verl_roles.compose([MEGATRON, *overrides])
+def test_topology_rule_passes(overrides, actor, critic):
+    cfg = verl_roles.compose([MEGATRON, *overrides])
+    # Each role keeps its own value: the rule accepted them, it did not overwrite them.
+    assert {key: cfg.actor_rollout_ref.actor.megatron[key] for key in actor} == actor
+    assert {key: cfg.critic.megatron[key] for key in critic} == critic
+    # The reference follows the actor's layout.
+    assert {key: cfg.actor_rollout_ref.ref.megatron[key] for key in actor} == actor
 
 
 @pytest.mark.parametrize(
@@ -348,23 +361,39 @@ def test_critic_disabled_by_switch_warns_about_overrides():
 
 
 @pytest.mark.parametrize(
-    "overrides",
+    ("overrides", "expected"),
     [
-        ["algorithm.adv_estimator=grpo", "critic.enable=true", "critic.optim.lr=1e-4"],
-        [
-            "algorithm.adv_estimator=grpo",
-            "critic.enable=false",
-            "role/critic=default",
-            "role/actor=default",
-            "actor_rollout_ref.actor.optim.lr=2e-6",
-            MEGATRON,
-            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
-        ],
+        (
+            ["algorithm.adv_estimator=grpo", "critic.enable=true", "critic.optim.lr=1e-4"],
+            {"algorithm.adv_estimator": "grpo", "critic.enable": True, "critic.optim.lr": 1e-4},
+        ),
+        (
+            [
+                "algorithm.adv_estimator=grpo",
+                "critic.enable=false",
+                "role/critic=default",
+                "role/actor=default",
+                "actor_rollout_ref.actor.optim.lr=2e-6",
+                MEGATRON,
+                "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+            ],
+            {
+                "critic.enable": False,
+                "model_engine": "megatron",
+                "actor_rollout_ref.actor.optim.lr": 2e-6,
+                "actor_rollout_ref.actor.megatron.tensor_model_parallel_size": 2,
+                "actor_rollout_ref.ref.megatron.tensor_model_parallel_size": 2,
+                # No critic is trained: its stock values stay, nothing the command line typed reached it.
+                "critic.optim.lr": 1e-5,
+                "critic.megatron.tensor_model_parallel_size": 1,
+            },
+        ),
     ],
     ids=["critic-forced-on", "actor-overrides-switch-and-default-options"],
 )
-def test_critic_less_algorithm_accepts(overrides):
-    verl_roles.compose(overrides)
+def test_critic_less_algorithm_accepts(overrides, expected):
+    cfg = verl_roles.compose(overrides)
+    assert {key: OmegaConf.select(cfg, key) for key in expected} == expected
 
 
 def test_user_critic_option_without_critic_is_a_warning(tmp_path: Path, capsys):

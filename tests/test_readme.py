@@ -1,0 +1,192 @@
+"""The README's command examples run as documented: every ``python -m verl_roles.main ...`` and
+``verl-roles ...`` line of its code blocks, read from README.md by this test (so they cannot drift),
+exits with the documented code and prints the documented output where the README shows it."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO, cli_env, write
+
+README = REPO / "README.md"
+
+SHELL_BLOCKS = ("bash", "console", "text", "sh", "shell")
+MAIN_PROGRAMS = ("verl-roles-main",)
+CLI_PROGRAM = "verl-roles"
+
+# Lines the test cannot run here, and why.
+CANNOT_RUN = {"hydra/launcher=submitit_slurm": "needs a SLURM cluster"}
+
+# Flags that configure Hydra's logging for the whole process: such examples run as a subprocess.
+SUBPROCESS_FLAGS = {
+    "--info", "-i", "--cfg", "-c", "--help", "-h", "--hydra-help", "-sc", "--shell-completion",
+}
+
+
+@dataclass(frozen=True)
+class Example:
+    """One command line of the README, its documented output and the exit code it documents."""
+
+    line: int
+    text: str
+    program: str  # "main" or "cli"
+    args: tuple[str, ...]
+    redirect: str | None
+    comment: str
+    output: tuple[str, ...]
+
+    @property
+    def exit_code(self) -> int:
+        stated = re.search(r"exit (\d)", self.comment)
+        if stated:
+            return int(stated.group(1))
+        if self.output and self.output[0].startswith("verl_roles error:"):
+            return 2
+        if self.program == "cli" and self.args[:1] == ("diff",):
+            same = "same" in self.comment or any(line.startswith("same:") for line in self.output)
+            return 0 if same else 1
+        return 0
+
+
+def _command(text: str) -> tuple[str, list[str], str | None, str] | None:
+    """(program, arguments, stdout redirect, comment) of a shell line running one of our commands."""
+    if "verl_roles.main" not in text and CLI_PROGRAM not in text:
+        return None
+    _, _, comment = text.partition(" #")
+    for part in text.split("&&"):
+        tokens = shlex.split(part, comments=True)
+        redirect = None
+        if ">" in tokens:
+            at = tokens.index(">")
+            tokens, redirect = tokens[:at], tokens[at + 1]
+        if tokens[:3] == ["python", "-m", "verl_roles.main"]:
+            return "main", tokens[3:], redirect, comment
+        if tokens[:1] and tokens[0] in MAIN_PROGRAMS:
+            return "main", tokens[1:], redirect, comment
+        if tokens[:1] == [CLI_PROGRAM]:
+            return "cli", tokens[1:], redirect, comment
+    return None
+
+
+def readme_examples() -> list[Example]:
+    text = README.read_text(encoding="utf-8")
+    found: list[Example] = []
+    for block in re.finditer(r"^```(\w*)\n(.*?)^```", text, flags=re.S | re.M):
+        if block.group(1) not in SHELL_BLOCKS:
+            continue
+        first_line = text.count("\n", 0, block.start(2)) + 1
+        lines = block.group(2).splitlines()
+        prompted = any(line.startswith("$ ") for line in lines)
+        index = 0
+        while index < len(lines):
+            start = index
+            logical = lines[index]
+            while logical.rstrip().endswith("\\") and index + 1 < len(lines):
+                index += 1
+                logical = logical.rstrip()[:-1] + " " + lines[index].strip()
+            index += 1
+            if prompted and not logical.startswith("$ "):
+                continue
+            parsed = _command(logical.removeprefix("$ "))
+            if parsed is None:
+                continue
+            output: list[str] = []
+            while prompted and index < len(lines) and lines[index].strip():
+                if lines[index].startswith("$"):
+                    break
+                output.append(lines[index])
+                index += 1
+            program, args, redirect, comment = parsed
+            found.append(
+                Example(first_line + start, logical, program, tuple(args), redirect, comment, tuple(output))
+            )
+    return found
+
+
+EXAMPLES = readme_examples()
+
+
+def test_the_readme_has_examples_of_every_command():
+    commands = {e.args[0] for e in EXAMPLES if e.program == "cli"}
+    assert {"diff", "explain", "migrate", "export-slime", "show"} <= commands, commands
+    assert sum(e.program == "main" for e in EXAMPLES) >= 15
+
+
+# Files the examples read. Those the README shows are taken from it (the block that starts with the
+# given line); the others are what the README's documented output implies.
+def _readme_block_starting_with(first_line: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    for block in re.finditer(r"^```yaml\n(.*?)^```", text, flags=re.S | re.M):
+        if block.group(1).startswith(first_line):
+            return block.group(1)
+    raise AssertionError(f"README has no yaml block starting with {first_line!r}")
+
+
+def example_files() -> dict[str, str]:
+    return {
+        "myconf/role/critic/high_lr.yaml": _readme_block_starting_with("# @package critic"),
+        "megatron_ppo.yaml": _readme_block_starting_with("megatron:"),
+        # Stacked with high_lr in the README; any option of the critic will do.
+        "myconf/role/critic/offload.yaml": "# @package critic\nmegatron:\n  grad_offload: true\n",
+        # explain's documented chain: lora_rank 8 from myconf: legacy_run.yaml.
+        "myconf/legacy_run.yaml": "defaults:\n  - ppo_trainer\n  - _self_\n"
+        "actor_rollout_ref:\n  model:\n    lora_rank: 8\n",
+        # explain's documented chain: the critic's lr 2e-05 from roles.yaml: megatron[0].
+        "roles.yaml": "megatron:\n  - name: default\n    role: critic\n    overrides:\n      lr: 2e-5\n",
+    }
+
+
+def _in_process(example: Example, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    args = list(example.args)
+    if example.program == "main":
+        from verl_roles.main import main
+
+        where = "hydra.sweep.dir" if {"-m", "--multirun"} & set(args) else "hydra.run.dir"
+        quiet = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
+        code = main([*args, f"{where}={tmp_path / 'run'}", *quiet])
+    else:
+        from verl_roles.cli import main
+
+        code = main(args)
+    captured = capsys.readouterr()
+    if example.redirect is not None:
+        write(tmp_path / example.redirect, captured.out)
+    return code, captured.out + captured.err
+
+
+def _as_subprocess(example: Example, tmp_path: Path) -> tuple[int, str]:
+    module = "verl_roles.main" if example.program == "main" else "verl_roles.cli"
+    result = subprocess.run(
+        [sys.executable, "-m", module, *example.args],
+        cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120,
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[f"line{e.line}" for e in EXAMPLES])
+def test_readme_example_runs_as_documented(example: Example, tmp_path, monkeypatch, capsys):
+    for needed, reason in CANNOT_RUN.items():
+        if needed in example.args:
+            pytest.skip(reason)
+    for name, content in example_files().items():
+        write(tmp_path / name, content)
+    monkeypatch.chdir(tmp_path)
+    if example.program == "main" and SUBPROCESS_FLAGS & set(example.args):
+        code, output = _as_subprocess(example, tmp_path)
+    else:
+        code, output = _in_process(example, tmp_path, capsys)
+    assert "Traceback" not in output, output
+    assert code == example.exit_code, f"README line {example.line}: {example.text}\n{output}"
+    actual = _normalized(output)
+    for part in _normalized("\n".join(example.output)).split("..."):
+        assert part.strip() in actual, f"README line {example.line}: {part.strip()!r} not in\n{output}"
