@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -95,3 +96,17 @@ def group_options(group: str) -> list[str]:
 def in_tmp(tmp_path: Path) -> Path:
     """An unrelated working directory for CLI runs."""
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was():
+    """A Hydra run in this process configures logging (handlers on the streams a test captured, which
+    are closed afterwards); put every logger back as it was, so no later test logs to a closed stream."""
+    names = list(logging.root.manager.loggerDict)
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in names)]
+    saved = [(lg, list(lg.handlers), lg.level, lg.disabled, lg.propagate) for lg in loggers]
+    yield
+    for lg, handlers, level, disabled, propagate in saved:
+        lg.handlers[:] = handlers
+        lg.setLevel(level)
+        lg.disabled, lg.propagate = disabled, propagate
