@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
-from conftest import REPO, assert_user_error, run
+import yaml
+from conftest import REPO, assert_user_error, flat, run
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -265,7 +267,7 @@ def test_import_of_export_gives_the_same_config(tmp_path: Path, capsys, case):
     as_dict["megatron_config_path"] = None
     assert as_dict == OmegaConf.to_container(original)
     # Differences only: the baseline keys are not in the file.
-    body = out.read_text().split("\n", 1)[1]
+    body = exported_body(out)
     assert "tensor_model_parallel_size" not in body and "seed" not in body
 
 
@@ -313,3 +315,109 @@ def without_targets(node):
     if isinstance(node, dict):
         return {k: without_targets(v) for k, v in node.items() if k != "_target_"}
     return node
+
+
+def exported_body(path: Path) -> str:
+    """The YAML of an exported file without its header comments."""
+    return "".join(line for line in path.read_text().splitlines(keepends=True) if not line.startswith("#"))
+
+
+def read_back_line(path: Path) -> list[str]:
+    """The overrides of the header's read-back line, with FILE replaced by ``path``."""
+    line = next(line for line in path.read_text().splitlines() if line.startswith("# Read it back with: "))
+    words = shlex.split(line.removeprefix("# Read it back with: "))
+    assert words[:3] == ["python", "-m", "verl_roles.main"]
+    return [word.replace("=FILE", f"={path}") for word in words[3:]]
+
+
+def test_keys_outside_the_table_round_trip_as_verl_paths_with_a_warning(tmp_path: Path, capsys):
+    overrides = [
+        MEGATRON,
+        "megatron.tensor_model_parallel_size=2",
+        "critic.megatron.param_offload=true",
+        "critic.optim.weight_decay=0.1",
+        "actor_rollout_ref.actor.megatron.optimizer_offload=true",
+        "actor_rollout_ref.ref.megatron.param_offload=true",
+        "critic.ppo_epochs=3",
+    ]
+    out = tmp_path / "roles.yaml"
+    code, _, err = export([*overrides, "-o", str(out)], capsys)
+    assert code == 0, err
+    body = yaml.safe_load(exported_body(out))
+    assert body == {"megatron": [
+        {"name": "default", "role": "actor", "overrides": {"megatron.optimizer_offload": True}},
+        {"name": "default", "role": "critic", "overrides": {
+            "lr": 1e-05, "weight_decay": 0.1, "megatron.param_offload": True,
+        }},
+    ]}
+    # Each key slime has no argument for is named, once.
+    warning = next(line for line in err.splitlines() if "slime has no argument for" in line)
+    assert "actor megatron.optimizer_offload=true" in warning
+    assert "critic megatron.param_offload=true" in warning
+    assert "cannot carry" not in err
+    # Read back as the header says: the per-role keys outside the two blocks stay on the line.
+    line = read_back_line(out)
+    assert "actor_rollout_ref.ref.megatron.param_offload=true" in line and "critic.ppo_epochs=3" in line
+    carried = ("critic.megatron", "critic.optim", "actor_rollout_ref.actor")
+    assert not any(word.startswith(carried) for word in line)
+    original = flat(verl_roles.compose(overrides))
+    read_back = flat(verl_roles.compose(line))
+    read_back["megatron_config_path"] = None
+    assert read_back == original
+
+
+def test_strict_refuses_what_slime_cannot_express_and_writes_nothing(tmp_path: Path, capsys):
+    out = tmp_path / "roles.yaml"
+    args = [MEGATRON, "critic.megatron.param_offload=true", "--strict", "-o", str(out)]
+    code, _, err = export(args, capsys)
+    assert code == 2
+    assert "export-slime: slime has no argument for critic megatron.param_offload=true" in err
+    assert "without --strict the file is written anyway" in err
+    assert not out.exists()
+    code, _, err = export([MEGATRON, "critic.optim.lr=2e-5", "--strict", "-o", str(out)], capsys)
+    assert code == 0, err
+    assert "verl_roles warning" not in err
+
+
+def test_a_role_option_outside_the_blocks_is_named_as_not_carried(tmp_path: Path, capsys):
+    option = tmp_path / "myconf" / "role" / "critic" / "long.yaml"
+    option.parent.mkdir(parents=True)
+    option.write_text("# @package critic\nppo_epochs: 4\noptim:\n  lr: 2.0e-05\n", encoding="utf-8")
+    code, out, err = export(["--config-dir", str(tmp_path / "myconf"), MEGATRON, "role/critic=long"], capsys)
+    assert code == 0, err
+    assert "lr: 2.0e-05" in out
+    assert "the file cannot carry critic.ppo_epochs=4" in err
+
+
+def test_load_turns_the_checkpoint_switch_on(tmp_path: Path):
+    path = write(tmp_path, "megatron:\n  - role: critic\n    overrides:\n      load: /ckpt/critic\n")
+    critic = compose_with(path).critic.megatron
+    assert critic.dist_checkpointing_path == "/ckpt/critic" and critic.use_dist_checkpointing is True
+    # A per-role command-line value of the switch has the last word, with a warning naming `load`.
+    wins = r"use_dist_checkpointing: the command line .* wins over .* load"
+    with pytest.warns(verl_roles.ConfigWarning, match=wins):
+        critic = compose_with(path, "critic.megatron.use_dist_checkpointing=false").critic.megatron
+    assert critic.use_dist_checkpointing is False
+    # Export writes `load` alone for a role that loads, and the verl path for a path with the switch off.
+    on = ["critic.megatron.dist_checkpointing_path=/c", "critic.megatron.use_dist_checkpointing=true"]
+    loads = verl_roles.compose([MEGATRON, *on])
+    assert slime.role_differences(loads)["critic"] == {"lr": 1e-05, "load": "/c"}
+    off = verl_roles.compose([MEGATRON, "critic.megatron.dist_checkpointing_path=/c"])
+    assert slime.role_differences(off)["critic"] == {"lr": 1e-05, "megatron.dist_checkpointing_path": "/c"}
+
+
+@pytest.mark.parametrize(
+    ("overrides_yaml", "phrases"),
+    [
+        ("megatron.param_ofload: true", ["is not a key of a role's Megatron or optimizer block",
+                                         "did you mean `megatron.param_offload`"]),
+        ("megatron.param_offload: maybe", ["invalid value 'maybe'", "true or false"]),
+        ("rollout.n: 4", ["is not a key of a role's Megatron or optimizer block"]),
+    ],
+    ids=["misspelt", "wrong-type", "outside-the-blocks"],
+)
+def test_verl_paths_in_a_file_are_checked(tmp_path: Path, overrides_yaml: str, phrases: list[str]):
+    path = write(tmp_path, f"megatron:\n  - role: critic\n    overrides:\n      {overrides_yaml}\n")
+    rendered = " ".join(problems_of(path))
+    for phrase in phrases:
+        assert phrase in rendered, rendered

@@ -422,6 +422,9 @@ def _check_value(where: str, key: str, value: Any, entry: RoleEntry, problems: l
     if key in UNSUPPORTED_KEYS:
         problems.append(Problem(key=where, message="is not supported per role", fix=UNSUPPORTED_KEYS[key]))
         return
+    if "." in key:
+        _check_verl_path(where, key, value, entry, problems)
+        return
     spec = KEYS_BY_NAME.get(key)
     if spec is None:
         close = difflib.get_close_matches(key, list(KEYS_BY_NAME), n=3)
@@ -457,18 +460,69 @@ def _check_value(where: str, key: str, value: Any, entry: RoleEntry, problems: l
         )
 
 
+def _block_keys(block: str) -> list[str]:
+    """Every key path (``megatron.param_offload``) of a block's defaults file."""
+    return [f"{block}.{paths.dotted(path)}" for path, _ in paths.leaves(_defaults_file(block))]
+
+
+def _check_verl_path(where: str, key: str, value: Any, entry: RoleEntry, problems: list[Problem]) -> None:
+    """A key written as a role-relative verl path (``megatron.param_offload``): the per-role settings
+    slime has no argument for, as ``verl-roles export-slime`` writes them."""
+    block = key.split(".", 1)[0]
+    known = _block_keys(block) if block in _DEFAULTS_FILES else []
+    if key not in known:
+        pool = known or [k for b in _DEFAULTS_FILES for k in _block_keys(b)]
+        close = difflib.get_close_matches(key, pool, n=1)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        problems.append(Problem(
+            key=where,
+            message="is not a key of a role's Megatron or optimizer block",
+            fix=f"{hint}a key with dots is a path inside the role's section, under "
+            f"{' or '.join(f'`{b}.`' for b in _DEFAULTS_FILES)}",
+        ))
+        return
+    if _interpolation_in(value):
+        problems.append(Problem(key=where, message="holds `${...}`: slime values are literal data",
+                                fix=f"write the value itself (it sets {key} of the role)"))
+        return
+    default = paths.get(_defaults_file(block), key.split(".", 1)[1])
+    if default is None or isinstance(default, (list, dict)):
+        entry.values[key] = value
+        return
+    kind = type(default)
+    try:
+        entry.values[key] = coerce(value, kind, nullable=False)
+    except CoercionError as error:
+        problems.append(Problem(key=where, message=f"invalid value {value!r}: {error}",
+                                fix=f"write {_type_name(kind)} (it sets {key} of the role)"))
+
+
 def _interpolation_in(value: Any) -> bool:
     if isinstance(value, str):
         return "${" in value
     return isinstance(value, list) and any(_interpolation_in(item) for item in value)
 
 
+# slime's `load` loads the checkpoint; verl reads the path only when this switch is on, so `load`
+# turns it on for the role (a per-role command-line value of the switch still wins, with a warning).
+LOAD_SWITCH = f"{SLIME_ENGINE.role_block}.use_dist_checkpointing"
+
+
+def role_path(name: str) -> str:
+    """The role-relative config path a file key sets: the table's for a slime name, the key itself for
+    a verl path (``megatron.param_offload``)."""
+    return name if "." in name else KEYS_BY_NAME[name].path
+
+
 def role_assignments(entries: Sequence[RoleEntry]) -> Iterator[tuple[RoleEntry, str, str, Any]]:
-    """(entry, slime name, absolute config path, value) for every value of every entry."""
+    """(entry, file key, absolute config path, value) for every value of every entry; a `load` with a
+    path also turns on the role's :data:`LOAD_SWITCH`."""
     for entry in entries:
         section = ROLE_SECTIONS[entry.role]
         for name, value in entry.values.items():
-            yield entry, name, f"{section}.{KEYS_BY_NAME[name].path}", value
+            yield entry, name, f"{section}.{role_path(name)}", value
+            if name == "load" and value is not None and LOAD_SWITCH not in entry.values:
+                yield entry, name, f"{section}.{LOAD_SWITCH}", True
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -490,19 +544,65 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _block_baseline(cfg: DictConfig, path: str) -> Any:
+    """What a role gets for the role-relative ``path`` (inside the engine or optimizer block) when nothing
+    role-specific sets it: the `megatron.*` baseline for the engine block, the optimizer defaults."""
+    block, rest = path.split(".", 1)
+    if block == SLIME_ENGINE.role_block:
+        return _plain(paths.get(cfg, f"{SLIME_ENGINE.baseline}.{rest}", default=None))
+    return paths.get(_defaults_file(block), rest, default=None)
+
+
+_PATH_TO_NAME: dict[str, str] = {key.path: key.name for key in SLIME_KEYS}
+
+# verl's key naming the class a block is built into; never a per-role setting.
+TARGET_KEY = "_target_"
+
+
+def _block_differences(cfg: DictConfig, section: dict[str, Any]) -> dict[str, Any]:
+    """Role-relative path -> value for every leaf of the role's engine and optimizer blocks that differs
+    from the baseline; a list the table maps item by item (``optim.betas``) is compared item by item."""
+    diffs: dict[str, Any] = {}
+    for block in _DEFAULTS_FILES:
+        for path, value in paths.leaves(section.get(block, {}), (block,)):
+            if path[-1] == TARGET_KEY:
+                continue  # the class verl builds the block into: structure, not a setting
+            key = paths.dotted(path)
+            baseline = _block_baseline(cfg, key)
+            if f"{key}.0" in _PATH_TO_NAME and isinstance(value, list) and isinstance(baseline, list):
+                items = enumerate(value)
+                diffs.update({f"{key}.{i}": v for i, v in items if i >= len(baseline) or v != baseline[i]})
+            elif value != baseline:
+                diffs[key] = value
+    return diffs
+
+
 def role_differences(cfg: DictConfig, roles: Sequence[str] = SLIME_ROLES) -> dict[str, dict[str, Any]]:
-    """Role -> {slime name: value} for every mapped key whose role value differs from the baseline."""
+    """Role -> {file key: value} for every leaf of the role's engine and optimizer blocks whose value
+    differs from the baseline: the slime name where the table has one, else the role-relative verl path
+    (``megatron.param_offload``). A `load` path with the checkpoint switch on is written as `load` alone
+    (reading `load` turns the switch on); with the switch off, as its verl path."""
+    load_path = KEYS_BY_NAME["load"].path
     out: dict[str, dict[str, Any]] = {}
     for role in roles:
-        section = OmegaConf.select(cfg, ROLE_SECTIONS[role])
-        diffs = {}
-        for key in SLIME_KEYS:
-            value = _plain(paths.get(section, key.path))
-            if value != baseline_value(cfg, key):
-                diffs[key.name] = value
-        if diffs:
-            out[role] = diffs
+        section = _plain(OmegaConf.select(cfg, ROLE_SECTIONS[role]))
+        diffs = _block_differences(cfg, section)
+        as_verl_path: set[str] = set()
+        if load_path in diffs:
+            if paths.get(section, LOAD_SWITCH) is True:
+                diffs.pop(LOAD_SWITCH, None)
+            else:
+                as_verl_path.add(load_path)
+        named = {(key if key in as_verl_path else _PATH_TO_NAME.get(key, key)): v for key, v in diffs.items()}
+        if named:
+            out[role] = named
     return out
+
+
+def verl_only_keys(differences: dict[str, dict[str, Any]]) -> list[tuple[str, str, Any]]:
+    """(role, verl path, value) of every difference slime has no argument for."""
+    return [(role, key, value) for role, values in differences.items() for key, value in values.items()
+            if "." in key]
 
 
 def to_slime_yaml(differences: dict[str, dict[str, Any]], header: str = "") -> str:

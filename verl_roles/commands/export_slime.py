@@ -1,75 +1,189 @@
-"""``verl-roles export-slime [-o FILE] [overrides...]``: a config's per-role differences as slime's
-per-role YAML (the reverse of reading a file named by ``megatron_config_path``)."""
+"""``verl-roles export-slime [-o FILE] [--strict] [overrides...]``: a config's per-role differences as
+slime's per-role YAML (the reverse of reading a file named by ``megatron_config_path``).
+
+Every leaf of the actor's and the critic's Megatron and optimizer blocks that differs from the baseline
+is written: under its slime argparse name where the mapping table has one, else as its role-relative
+verl path (``megatron.param_offload``), which verl-roles reads back and slime itself does not. The
+export is then checked by reading it back: the baseline command line (the overrides without the
+per-role ones) with ``megatron_config_path`` set to the file is composed, and every key whose value
+differs from the exported config is named (a reference model setting, a per-role key outside the
+engine and optimizer blocks). Both lists are warnings; ``--strict`` makes them an error and writes
+nothing.
+"""
 
 from __future__ import annotations
 
+import shlex
 import sys
+import tempfile
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
+from omegaconf import DictConfig, OmegaConf
+
+from verl_roles import paths
 from verl_roles.api import compose
-from verl_roles.cmdline import CONFIG_FLAGS, REQUIRED, CommandLine, FlagSpec
+from verl_roles.cmdline import CONFIG_FLAGS, HELP, NO_VALUE, REQUIRED, CommandLine, FlagSpec, Override
 from verl_roles.commands.reporting import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.layout import ENGINE_KEY, SLIME_ENGINE, SLIME_ROLES, engine
+from verl_roles.layout import (
+    ENGINE_KEY,
+    OPTIM_BLOCK,
+    ROLE_GROUPS,
+    ROLE_SECTIONS,
+    SLIME_ENGINE,
+    SLIME_ROLES,
+    engine,
+)
+from verl_roles.notices import warn
 from verl_roles.output import write_atomic
-from verl_roles.slime import role_differences, to_slime_yaml
+from verl_roles.role_table import cell
+from verl_roles.slime import SLIME_PATH_KEY, role_differences, to_slime_yaml, verl_only_keys
 from verl_roles.validate import critic_in_use
 
-USAGE = """usage: verl-roles export-slime [-o FILE] [--config-name NAME] [--config-dir DIR] [overrides...]
+USAGE = """usage: verl-roles export-slime [-o FILE] [--strict] [--config-name NAME] [--config-dir DIR]
+                                [overrides...]
 
 Compose the config with the overrides (model_engine=megatron is required) and write the per-role
-differences (role value != baseline value, for every key of the slime mapping table) as slime's
---megatron-config-path YAML, to stdout or to FILE. Reading the file back with
-megatron_config_path=FILE over the same baseline gives the same config."""
+differences of the actor and the critic (every key of their Megatron and optimizer blocks whose value
+differs from the baseline) as slime's --megatron-config-path YAML, to stdout or to FILE: under slime's
+argparse name where there is one (lr, tensor_model_parallel_size, load, ...), else as the verl key path
+inside the role (megatron.param_offload), which verl-roles reads back and slime ignores.
+
+The file is checked by reading it back over the same command line without the overrides it carries
+(the actor's and critic's Megatron and optimizer keys, role options, a slime file); the header says how
+to read it back. A warning names every verl key path written and every value the file and the
+remaining overrides cannot carry (e.g. a role option's setting outside the two blocks); with --strict
+these are an error and nothing is written."""
 
 OUTPUT = FlagSpec(("--output", "-o"), REQUIRED, value_name="a file name", metavar="FILE")
+STRICT = FlagSpec(("--strict",), NO_VALUE)
+FLAGS: tuple[FlagSpec, ...] = (OUTPUT, STRICT, HELP, *CONFIG_FLAGS)
 
 
 def run(args: list[str]) -> int:
     """The ``verl-roles export-slime`` command."""
     args = list(args)
-    if any(arg in ("-h", "--help") for arg in args):
+    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
         print(USAGE)
         return 0
     # run_reporting_errors takes `--debug` out of this list before the action reads it.
     return run_reporting_errors(lambda: _export(parse_args(args)), args)
 
 
-def parse_args(args: list[str]) -> tuple[CommandLine, str | None]:
-    """The command line to compose and the output file (None: stdout)."""
-    command = CommandLine.parse(args, flags=(OUTPUT, *CONFIG_FLAGS))
+def parse_args(args: list[str]) -> tuple[CommandLine, str | None, bool]:
+    """The command line to compose, the output file (None: stdout) and whether --strict was given."""
+    command = CommandLine.parse(args, flags=FLAGS)
     problems = command.flag_problems("export-slime")
     if problems:
         raise ConfigError(problems)
     output = command.flag(OUTPUT)
-    return command.without(OUTPUT), output.value if output is not None else None
+    strict = command.flag(STRICT) is not None
+    return command.without(OUTPUT).without(STRICT), output.value if output is not None else None, strict
 
 
-def export_slime(command: CommandLine) -> str:
-    """Compose ``command`` and return the slime YAML of its per-role differences."""
+def _carried_by_the_file(override: Override) -> bool:
+    """An override whose effect the exported file carries: a key of the actor's or the critic's engine
+    or optimizer block, a role option, or a slime file already named."""
+    if override.is_group:
+        return override.key in ROLE_GROUPS.values()
+    names = (SLIME_ENGINE.role_block, OPTIM_BLOCK)
+    blocks = [f"{ROLE_SECTIONS[role]}.{block}" for role in SLIME_ROLES for block in names]
+    return override.key == SLIME_PATH_KEY or any(
+        override.key == block or override.key.startswith(block + ".") for block in blocks
+    )
+
+
+def baseline_command(command: CommandLine) -> CommandLine:
+    """``command`` without the overrides the exported file carries: what the file is read back over."""
+    return command.rewritten(lambda o: [] if _carried_by_the_file(o) else None)
+
+
+def _leaves(cfg: DictConfig) -> dict[str, object]:
+    container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    return {paths.dotted(path): value for path, value in paths.leaves(container)}
+
+
+def not_carried(exported: DictConfig, text: str, baseline: CommandLine) -> list[str]:
+    """``key=value`` for every key whose value differs when the file ``text`` is read back over
+    ``baseline`` (the slime file's own key excepted)."""
+    with tempfile.TemporaryDirectory(prefix="verl-roles-export-") as folder:
+        file = Path(folder) / "roles.yaml"
+        file.write_text(text, encoding="utf-8")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            read_back = compose(
+                [*baseline.texts(), f"{SLIME_PATH_KEY}={file}"], baseline.config_name, baseline.config_dir
+            )
+    before, after = _leaves(exported), _leaves(read_back)
+    keys = sorted((set(before) | set(after)) - {SLIME_PATH_KEY})
+    return [f"{key}={cell(before.get(key))}" for key in keys if before.get(key) != after.get(key)]
+
+
+def _read_back_line(baseline: CommandLine, extra: Sequence[str]) -> str:
+    words = ["python", "-m", "verl_roles.main", *baseline.argv(), f"{SLIME_PATH_KEY}=FILE", *extra]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def export_slime(command: CommandLine, strict: bool = False) -> str:
+    """Compose ``command`` and return the slime YAML of its per-role differences (see the module
+    docstring for what is named, and when ``strict`` refuses)."""
     cfg = compose(command.texts(), command.config_name, command.config_dir)
     if engine(cfg[ENGINE_KEY]) != SLIME_ENGINE:
         raise ConfigError(
             [
                 Problem(
                     key=ENGINE_KEY,
-                    message=f"slime's per-role files are {SLIME_ENGINE.name}-only (Megatron argparse names "
-                    f"for the `{SLIME_ENGINE.role_block}` blocks), so export-slime needs "
-                    f"{ENGINE_KEY}={SLIME_ENGINE.name}; the config was composed with "
-                    f"{ENGINE_KEY}={cfg[ENGINE_KEY]}",
+                    message=f"export-slime writes Megatron settings, but the engine is {cfg[ENGINE_KEY]}",
                     fix=f"add {ENGINE_KEY}={SLIME_ENGINE.name} to the overrides",
                 )
             ]
         )
     roles = [role for role in SLIME_ROLES if role != "critic" or critic_in_use(cfg)]
+    differences = role_differences(cfg, roles)
+    body = to_slime_yaml(differences)
+    baseline = baseline_command(command)
+    missing = not_carried(cfg, body, baseline)
+    verl_paths = [f"{role} {key}={cell(value)}" for role, key, value in verl_only_keys(differences)]
+    _name_what_slime_cannot_express(verl_paths, missing, strict)
     shown = " ".join(command.argv()) or "(no overrides)"
-    header = f"# Per-role Megatron overrides (slime format) exported by verl-roles from: {shown}\n"
-    return to_slime_yaml(role_differences(cfg, roles), header)
+    header = (
+        f"# Per-role Megatron overrides (slime format) exported by verl-roles from: {shown}\n"
+        f"# Read it back with: {_read_back_line(baseline, missing)}\n"
+    )
+    return header + body
 
 
-def _export(parsed: tuple[CommandLine, str | None]) -> None:
-    command, output = parsed
-    text = export_slime(command)
+def _name_what_slime_cannot_express(verl_paths: list[str], missing: list[str], strict: bool) -> None:
+    problems = []
+    if verl_paths:
+        problems.append(Problem(
+            key="export-slime",
+            message=f"slime has no argument for {'; '.join(verl_paths)}: written as verl key paths inside "
+            "the role, which verl-roles reads back and slime itself ignores",
+        ))
+    if missing:
+        problems.append(Problem(
+            key="export-slime",
+            message=f"the file cannot carry {', '.join(missing)} (its entries hold the actor's and the "
+            "critic's Megatron and optimizer settings only)",
+            fix="keep them on the command line next to megatron_config_path=FILE (the header's read-back "
+            "line has them)",
+        ))
+    if strict and problems:
+        raise ConfigError([
+            Problem(key=p.key, message=p.message,
+                    fix=f"{p.fix + '; ' if p.fix else ''}without --strict the file is written anyway")
+            for p in problems
+        ])
+    for problem in problems:
+        warn(problem.render())
+
+
+def _export(parsed: tuple[CommandLine, str | None, bool]) -> None:
+    command, output, strict = parsed
+    text = export_slime(command, strict)
     if output is None:
         sys.stdout.write(text)
         return
