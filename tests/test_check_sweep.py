@@ -50,7 +50,7 @@ def test_check_sweep_prints_the_failing_points_and_writes_nothing(tmp_path: Path
     # Each error on one line: the first problem's key and what is wrong, and how many more there are.
     mini_batch = "actor_rollout_ref.actor.ppo_mini_batch_size"
     assert [row[4].split(":")[0] for row in rows] == [mini_batch, mini_batch, "critic.optim.lr"] * 2
-    assert rows[2][4] == "critic.optim.lr: is out of range (got -1; expected a learning rate > 0)."
+    assert rows[2][4] == "critic.optim.lr: is out of range (got -1; expected a learning rate >= 0)."
     # The critic follows the actor's mini batch: one problem, at the actor's key; point 2 has more.
     assert "; critic follows this value" in rows[0][4] and rows[1][4].endswith("more problem).")
     assert lines[-1] == "check-sweep: 8 points: 2 ok, 6 failed"

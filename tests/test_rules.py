@@ -179,3 +179,36 @@ def test_the_cli_refuses_with_one_paragraph_and_writes_nothing(in_tmp):
     result = run(["actor_rollout_ref.rollout.name=hf", "hydra.run.dir=out"], cwd=in_tmp)
     assert_user_error(result, f"{ROLLOUT}.name: is not a rollout engine verl 0.9.1 has", "'hf'")
     assert not (in_tmp / "out" / "resolved.yaml").exists()
+
+
+# --- ranges: refused only where verl (or what it calls) refuses ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        f"{ACTOR}.optim.lr=0",
+        "critic.optim.lr=0",
+        f"{ACTOR}.clip_ratio_low=-0.1",
+        f"{ACTOR}.clip_ratio_high=-0.1",
+        f"{ACTOR}.clip_ratio=-0.2",
+        "critic.cliprange_value=-0.5",
+    ],
+)
+def test_values_verl_runs_with_compose(override):
+    compose_quietly([override])
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        (f"{ACTOR}.optim.lr=-1e-6", "a learning rate >= 0"),
+        (f"{ACTOR}.clip_ratio_c=1.0", "a dual-clip bound > 1"),
+        (f"{ACTOR}.clip_ratio_low=inf", "a finite clip ratio"),
+        (f"{ROLLOUT}.gpu_memory_utilization=1.2", "a fraction in (0, 1]"),
+        (f"{ROLLOUT}.temperature=-1", "a temperature >= 0"),
+    ],
+)
+def test_values_verl_refuses_are_refused(override, expected):
+    key = override.partition("=")[0]
+    assert expected in problems([override])[key]

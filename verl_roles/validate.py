@@ -519,7 +519,6 @@ class Bound:
         return self.high is None or value < self.high or (value == self.high and self.high_allowed)
 
 
-POSITIVE = Bound(low=0.0, low_allowed=False)
 NON_NEGATIVE = Bound(low=0.0)
 AT_LEAST_ONE = Bound(low=1.0)
 FRACTION = Bound(low=0.0, low_allowed=False, high=1.0)
@@ -587,16 +586,20 @@ def _batch_ranges() -> Iterable[Range]:
 
 # The one table of numeric ranges. A null value is not checked here (the schema says whether a key
 # may be null); any other number, of any key here, must be finite and inside its bound.
+# Bounds where verl, or what it calls, refuses the value: torch's optimizers a negative learning rate
+# (0 trains nothing, but runs), vLLM a memory fraction outside (0, 1] and a negative temperature,
+# verl's policy loss a dual-clip bound <= 1. verl checks no sign of the clip ratios or the value clip
+# range (a negative one clamps oddly, but runs): those only have to be finite numbers.
 RANGES: tuple[Range, ...] = (
-    Range(f"{ACTOR}.optim.lr", POSITIVE, "a learning rate > 0"),
-    Range(f"{CRITIC}.optim.lr", POSITIVE, "a learning rate > 0"),
+    Range(f"{ACTOR}.optim.lr", NON_NEGATIVE, "a learning rate >= 0"),
+    Range(f"{CRITIC}.optim.lr", NON_NEGATIVE, "a learning rate >= 0"),
     Range(f"{ROLLOUT}.gpu_memory_utilization", FRACTION, "a fraction in (0, 1]"),
-    Range(f"{ACTOR}.clip_ratio", NON_NEGATIVE, "a clip ratio >= 0"),
-    Range(f"{ACTOR}.clip_ratio_low", NON_NEGATIVE, "a clip ratio >= 0"),
-    Range(f"{ACTOR}.clip_ratio_high", NON_NEGATIVE, "a clip ratio >= 0"),
+    Range(f"{ACTOR}.clip_ratio", Bound(), "a finite clip ratio"),
+    Range(f"{ACTOR}.clip_ratio_low", Bound(), "a finite clip ratio"),
+    Range(f"{ACTOR}.clip_ratio_high", Bound(), "a finite clip ratio"),
     Range(f"{ACTOR}.clip_ratio_c", Bound(low=1.0, low_allowed=False),
           "a dual-clip bound > 1 (verl asserts clip_ratio_c > 1)"),
-    Range(f"{CRITIC}.cliprange_value", NON_NEGATIVE, "a value clip range >= 0"),
+    Range(f"{CRITIC}.cliprange_value", Bound(), "a finite value clip range"),
     Range(f"{ROLLOUT}.temperature", NON_NEGATIVE, "a temperature >= 0"),
     Range(f"{ROLLOUT}.n", AT_LEAST_ONE, "at least 1 response per prompt"),
     Range("trainer.nnodes", AT_LEAST_ONE, "at least 1 node"),
