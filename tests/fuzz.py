@@ -22,6 +22,7 @@ import yaml
 from hypothesis import strategies as st
 
 import verl_roles
+from verl_roles.layout import ENGINE_ALIASES, ENGINES
 from verl_roles.slime import SLIME_KEYS
 
 # --- the real key set -------------------------------------------------------------------------------
@@ -38,11 +39,11 @@ def _sections(keys: list[str]) -> list[str]:
 
 
 def real_keys() -> tuple[list[str], list[str]]:
-    """(every leaf key, every section) of the default and the megatron composition."""
+    """(every leaf key, every section) of the composition of every engine."""
     from omegaconf import OmegaConf
 
     keys: set[str] = set()
-    for engine in ("dp", "megatron"):
+    for engine in ENGINES:
         cfg = verl_roles.compose([f"model_engine={engine}"])
         keys.update(_leaves(OmegaConf.to_container(cfg, resolve=True)))
     ordered = sorted(keys)
@@ -51,7 +52,7 @@ def real_keys() -> tuple[list[str], list[str]]:
 
 KEYS, SECTIONS = real_keys()
 GROUPS = ["model_engine", "role/actor", "role/critic"]
-GROUP_OPTIONS = ["dp", "fsdp", "megatron", "default", "nope", "../model_engine/megatron", "/etc/hosts", ""]
+GROUP_OPTIONS = [*ENGINES, *ENGINE_ALIASES, "default", "nope", "../model_engine/megatron", "/etc/hosts", ""]
 
 # --- values -----------------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import verl_roles
 from verl_roles import cli, flat_lora, legacy
 from verl_roles import main as main_module
 from verl_roles.errors import ConfigError
+from verl_roles.layout import DP, ENGINE_TABLE, ENGINES
 from verl_roles.notices import ConfigDeprecationWarning
 
 MODELS = ("actor_rollout_ref.model", "critic.model")
@@ -63,10 +64,20 @@ def test_value_translation_applies_to_every_sweep_value():
     assert tokens == ["critic.model.lora.exclude_modules=[],[x]", "critic.model.lora.rank=range(1,3)"]
 
 
-def test_flat_lora_rank_works_under_megatron():
+@pytest.mark.parametrize("engine", [row.name for row in ENGINE_TABLE if row.lora_module_names is not None])
+def test_flat_lora_rank_works_under_every_engine_with_lora(engine):
     with pytest.warns(ConfigDeprecationWarning):
-        cfg = verl_roles.compose(["model_engine=megatron", "actor_rollout_ref.model.lora_rank=16"])
+        cfg = verl_roles.compose([f"model_engine={engine}", "actor_rollout_ref.model.lora_rank=16"])
     assert cfg.actor_rollout_ref.model.lora.rank == 16
+    assert cfg.actor_rollout_ref.model.lora_rank == 16
+
+
+@pytest.mark.parametrize("engine", [row.name for row in ENGINE_TABLE if row.lora_module_names is None])
+def test_flat_lora_rank_under_an_engine_without_lora_is_refused_like_the_block(engine):
+    with pytest.warns(ConfigDeprecationWarning), pytest.raises(ConfigError) as caught:
+        verl_roles.compose([f"model_engine={engine}", "actor_rollout_ref.model.lora_rank=16"])
+    (problem,) = caught.value.problems
+    assert problem.key == "actor_rollout_ref.model.lora.rank" and "reads no LoRA setting" in problem.render()
 
 
 def test_critic_fsdp_config_moves_to_critic_fsdp():
@@ -80,6 +91,14 @@ def test_critic_fsdp_config_moves_to_critic_fsdp():
     assert cfg.critic.fsdp.param_offload is True
     assert cfg.critic.fsdp.fsdp_size == 4
     assert "fsdp_config" not in cfg.critic.model
+
+
+@pytest.mark.parametrize("engine", [name for name in ENGINES if name != DP.name])
+def test_critic_fsdp_config_under_another_engine_names_the_engine_it_belongs_to(engine):
+    with pytest.warns(ConfigDeprecationWarning), pytest.raises(ConfigError) as caught:
+        verl_roles.compose([f"model_engine={engine}", "critic.model.fsdp_config.param_offload=true"])
+    text = str(caught.value)
+    assert f"exists only with model_engine={DP.name}" in text and f"model_engine={engine}" in text
 
 
 def test_same_value_under_old_and_new_key_is_accepted():

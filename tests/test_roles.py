@@ -140,18 +140,20 @@ def test_user_role_option_from_config_dir(tmp_path: Path):
     assert "num_gpus_per_node" not in critic
 
 
-def test_user_option_changes_only_the_keys_it_sets(tmp_path: Path, capsys):
+@pytest.mark.parametrize("engine", layout.ENGINES)
+def test_user_option_changes_only_the_keys_it_sets(engine: str, tmp_path: Path, capsys):
     """A user's role/critic option replaces the stock `default` option, never the stock critic values."""
+    block = layout.engine(engine).block("critic")
     confdir = tmp_path / "myconf"
-    write_option(confdir, "critic", "offload", "# @package critic\nmegatron:\n  param_offload: true\n")
-    args = ["--config-dir", str(confdir), MEGATRON, "role/critic=offload"]
+    write_option(confdir, "critic", "offload", f"# @package critic\n{block}:\n  param_offload: true\n")
+    args = ["--config-dir", str(confdir), f"model_engine={engine}", "role/critic=offload"]
     code, _, err = main_in_process(args, tmp_path, capsys)
     assert code == 0, err
     critic = OmegaConf.load(tmp_path / "out/roles/critic.yaml")
-    assert critic.megatron.param_offload is True
+    assert critic[block].param_offload is True
     # The stock critic learning rate stays: the option did not set it.
     assert critic.optim.lr == 1e-05
-    expected = verl_roles.compose([MEGATRON, "critic.megatron.param_offload=true"])
+    expected = verl_roles.compose([f"model_engine={engine}", f"critic.{block}.param_offload=true"])
     assert OmegaConf.load(tmp_path / "out/resolved.yaml") == expected
 
 
