@@ -30,6 +30,7 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -143,6 +144,13 @@ def output(id: str, *args: str, named: str | tuple[str, ...], **extra) -> Case:
 
 # A file's content that makes it a folder instead.
 FOLDER = None
+# Contents that make the file a FIFO, or a symlink to an endless device.
+FIFO = b"<fifo>"
+ENDLESS = b"<symlink to /dev/zero>"
+ALIAS_BOMB = "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}' if prev else 'x'] * 9)}]\n"
+    for prev, name in zip(["", *"abcdefg"], "abcdefgh", strict=True)
+)
 NON_UTF8 = b"optim:\n  lr: 1.0e-05  # caf\xe9\n"
 DEEP_FLOW = "optim: " + "[" * 1500 + "]" * 1500 + "\n"
 DEEP_BLOCK = "".join(f"{'  ' * i}k{i}:\n" for i in range(3000)) + f"{'  ' * 3000}leaf: 1\n"
@@ -247,6 +255,12 @@ CASES: tuple[Case, ...] = (
     override("config-dir-missing", "--config-dir", "{d}/nope", "role/critic=other", named="nope"),
     override("config-dir-is-a-file", "--config-dir", "{d}/file.txt", "role/critic=other", named="file.txt",
              files={"file.txt": "not a dir\n"}),
+    override("stacked-option-with-path", "role/critic=[default,../../model_engine/megatron]",
+             named="role/critic"),
+    override("logging-handler-class", "+hydra.job_logging.handlers.evil.class=shutil.rmtree"),
+    override("launcher-target", "hydra.launcher._target_=shutil.rmtree"),
+    override("search-path-to-hydra-config", "hydra.searchpath=[file://{d}/conf]", "hydra/launcher=bad",
+             named="bad.yaml", files={"conf/hydra/launcher/bad.yaml": "_target_: shutil.rmtree\n"}),
 
     # --- option files under --config-dir ---------------------------------------------------------
     option_file("non-utf8", NON_UTF8),
@@ -283,6 +297,22 @@ CASES: tuple[Case, ...] = (
     option_file("engine-option-broken", "# @package _global_\nmegatron: [\n", group="model_engine",
                 named="bad.yaml"),
     option_file("actor-role-non-utf8", NON_UTF8, group="role/actor"),
+    option_file("actor-option-sets-critic", "# @package critic\noptim:\n  lr: 9.0e-05\n",
+                group="role/actor"),
+    option_file("sub-section-package-typo", "# @package critic.optim\nlrr: 2.0e-05\n",
+                named=("bad.yaml", "lrr")),
+    option_file("header-without-value", "# @package\noptim:\n  lr: 2.0e-05\n"),
+    option_file("header-two-values", "# @package critic optim\nlr: 2.0e-05\n"),
+    option_file("alias-bomb", "# @package critic\n" + ALIAS_BOMB),
+    # Hydra lists only regular files as options: never opened, so nothing hangs or fills memory.
+    option_file("fifo", FIFO, named="role/critic"),
+    option_file("endless-device", ENDLESS, named="role/critic"),
+    option_file("hydra-launcher-in-config-dir", "_target_: shutil.rmtree\n", "hydra/launcher=bad",
+                group="hydra/launcher"),
+    _case("option-file", "primary-config-adds-callback", "--config-dir", "{d}/conf", "--config-name", "mine",
+          named="hydra.callbacks", files={"conf/mine.yaml": "defaults:\n  - ppo_trainer\n  - _self_\n"
+                                          "hydra:\n  callbacks:\n    evil:\n      _target_: shutil.rmtree\n"
+                                          "      path: {d}/keep\n", "keep/file.txt": "mine\n"}),
 
     # --- slime per-role files ---------------------------------------------------------------------
     slime("non-utf8", b"megatron:\n  - role: actor\n    overrides: {lr: 1e-5}  # caf\xe9\n"),
@@ -327,6 +357,8 @@ CASES: tuple[Case, ...] = (
     slime("python-tag", "megatron: !!python/object/apply:os.system ['true']\n"),
     slime("deep-nesting", "megatron: " + "[" * 1500 + "]" * 1500 + "\n"),
     slime("too-big", "megatron: []\nblob: " + "x" * 3_000_000 + "\n"),
+    slime("fifo", FIFO),
+    slime("alias-bomb", "megatron: []\n" + ALIAS_BOMB),
     slime("topology-mismatch",
           "megatron:\n  - role: critic\n    overrides: {tensor_model_parallel_size: 2}\n",
           named="tensor_model_parallel_size"),
@@ -354,7 +386,7 @@ CASES: tuple[Case, ...] = (
     command("explain-non-utf8-option", "explain", "--config-dir", "{d}/conf", "critic.optim.lr",
             "role/critic=bad", named="bad.yaml", files={"conf/role/critic/bad.yaml": NON_UTF8}),
     command("migrate-config-name-without-value", "migrate", "--config-name", named="--config-name"),
-    command("migrate-bad-override", "migrate", "trainer.nnodes=1 2"),
+    command("migrate-bad-override", "migrate", "trainer.logger=[console"),
     command("export-slime-under-dp", "export-slime", named="model_engine"),
     command("export-slime-bad-override", "export-slime", MEGATRON, "critic=0"),
     command("export-slime-output-is-a-dir", "export-slime", "-o", "{d}/run", MEGATRON, named="run",
@@ -412,57 +444,12 @@ SUBPROCESS_SAMPLE: tuple[str, ...] = (
 
 
 
-def _known(reason: str, *case_ids: str, api: bool = True) -> dict[str, str]:
-    """``reason`` for each case id, and for its Python API run too when ``api``."""
-    ids = [*case_ids, *(f"api:{case_id}" for case_id in case_ids if api)]
-    return dict.fromkeys(ids, reason)
-
-
-# Entries that are not clean yet, with the reason: the one list the fixes shrink. The tests expect
-# these to fail (strictly: an entry that becomes clean must leave the list), and
-# `python benchmarks/bad_inputs.py --known-failures` prints what the list should be now.
-KNOWN_FAILURES: dict[str, str] = {
-    **_known("traceback: Hydra's ValueError for a config group given a non-string value is not translated",
-             "override/section-set-to-int", "override/empty-key", "override/group-choice-null"),
-    **_known("traceback: the same, through a command or a sweep", "command/diff-bad-override",
-             "command/explain-bad-override", "command/export-slime-bad-override", "sweep/section-set-to-int",
-             api=False),
-    **_known("traceback: TypeError from Hydra when a section is set to a scalar",
-             "override/nested-section-set-to-int"),
-    **_known("traceback: TypeError in the steps when a whole section is deleted (~actor_rollout_ref)",
-             "override/delete-whole-section"),
-    **_known("accepted: a list as the choice of a single-option group merges every option",
-             "override/group-choice-is-a-list"),
-    **_known("accepted: a group option name with `..` loads a file outside the group",
-             "override/role-option-parent-path"),
-    **_known("accepted: a role option may set keys outside its role's section (no containment yet)",
-             "option-file/other-role-package", "option-file/global-package-run-dir",
-             "option-file/global-package-trainer", "option-file/hydra-package",
-             "option-file/defaults-escape"),
-    **_known("accepted: unknown keys in a role option file are added silently",
-             "option-file/unknown-key", "option-file/unknown-top-key", "option-file/target-key"),
-    **_known("user-supplied hydra.callbacks: refused only by Hydra's blocklist, with its own wording",
-             "override/hydra-callback-added", "option-file/global-package-callback"),
-    **_known("no fix named: Hydra's message for a missing primary config, a delete of a missing key, a "
-             "recursive or unparsable interpolation is passed through",
-             "override/unknown-config-name", "override/delete-missing-key",
-             "override/interpolation-self-reference", "override/decode-resolver-bad"),
-    **_known("no fix named: the same through diff", "command/diff-unknown-config-name", api=False),
-    **_known("key not named: an interpolation error is reported at the key that refers to the broken one",
-             "override/interpolation-cycle", "override/env-resolver-unset", "override/unknown-resolver"),
-    **_known("key not named: --config-name with a path is composed and fails elsewhere",
-             "override/config-name-escapes"),
-    **_known("no fix named: the slime path of the wrong type", "override/slime-path-is-a-list"),
-    **_known("no fix named: Hydra's message for a --config-dir that is not a folder",
-             "override/config-dir-missing", "override/config-dir-is-a-file", api=False),
-    **_known("key not named: Hydra's merge error for a list option file, its defaults-list errors",
-             "option-file/bare-list", "option-file/defaults-missing", "option-file/defaults-parent-path"),
-    **_known("accepted: diff reads a second `--` as an empty side", "command/diff-three-sides", api=False),
-    **_known("accepted: migrate does not check the overrides it rewrites",
-             "command/migrate-config-name-without-value", "command/migrate-bad-override", api=False),
-    # The property tests of tests/test_fuzz.py (derandomized, so the same examples every run).
-    "fuzz:overrides": "ValueError from Hydra for a config group given null or a number (model_engine=null)",
-}
+# Entries that are not clean yet, with the reason: the one list the fixes shrink (test id -> reason;
+# "api:ID" for the Python API run, "subprocess:ID" for a real process, "fuzz:NAME" for a property of
+# tests/test_fuzz.py). The tests expect these to fail (strictly: an entry that becomes clean must
+# leave the list); `python benchmarks/bad_inputs.py --known-failures` prints what the list should be.
+# Empty since every entry of the catalogue is clean.
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -516,6 +503,10 @@ def prepare(case: Case, folder: Path) -> None:
         if content is FOLDER:
             (path / "x.yaml").parent.mkdir(parents=True, exist_ok=True)
             (path / "x.yaml").write_text("a: 1\n", encoding="utf-8")
+        elif content == FIFO:
+            os.mkfifo(path)
+        elif content == ENDLESS:
+            path.symlink_to("/dev/zero")
         elif isinstance(content, bytes):
             path.write_bytes(content)
         else:
@@ -575,13 +566,19 @@ def fingerprint(folder: Path) -> dict[str, str]:
             prints[os.path.relpath(os.path.join(root, name), folder)] = "dir"
         for name in files:
             path = os.path.join(root, name)
-            try:
-                with open(path, "rb") as handle:
-                    digest = hashlib.sha1(handle.read()).hexdigest()
-            except OSError:
-                digest = "unreadable"
-            prints[os.path.relpath(path, folder)] = digest
+            prints[os.path.relpath(path, folder)] = _digest(path)
     return prints
+
+
+def _digest(path: str) -> str:
+    """A regular file's content digest; a FIFO or a link to a device is named, never opened."""
+    if os.path.islink(path) or not stat.S_ISREG(os.stat(path).st_mode):
+        return f"special:{os.readlink(path) if os.path.islink(path) else 'fifo'}"
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha1(handle.read()).hexdigest()
+    except OSError:
+        return "unreadable"
 
 
 def written_files(

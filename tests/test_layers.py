@@ -16,7 +16,8 @@ ADAPTER = "verl_roles.hydra_adapter"
 COMPOSING = ("verl_roles.api", "verl_roles.commands", f"{ADAPTER}.loader", f"{ADAPTER}.app")
 # The core: the steps, rules, tables and models the commands are built from.
 CORE = (
-    "cmdline", "config_tree", "errors", "key_docs", "layout", "legacy", "limits", "lora_rules", "notices",
+    "cmdline", "config_tree", "containment", "errors", "key_docs", "layout", "legacy", "limits",
+    "lora_rules", "notices",
     "output", "paths", "pipeline", "role_table", "roles", "schema", "slime", "summary", "sweep_grid",
     "text_table", "validate", "wording",
 )

@@ -20,6 +20,10 @@ MAX_CONFIG_FILE_BYTES = 256 * 1024
 # How deep a YAML file may nest its mappings and lists (conf/ nests at most 8 levels).
 MAX_NESTING = 100
 
+# How many values (keys, items, scalars) a YAML file may expand to once its aliases (`*name`) are
+# followed: a few kilobytes of aliases can otherwise stand for billions of values.
+MAX_VALUES = 200_000
+
 
 def read_config_file(path: str | os.PathLike[str], key: str) -> str:
     """The UTF-8 text of a user's config file, or a :class:`ConfigError` under ``key`` (how the user
@@ -57,6 +61,31 @@ def read_config_file(path: str | os.PathLike[str], key: str) -> str:
             key, f"is not UTF-8 text (byte {data[error.start]:#04x} on line {line})",
             f"save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`), or fix line {line}",
         ) from None
+
+
+def too_many_values(data: object, key: str) -> ConfigError | None:
+    """The error for YAML data that expands to more than :data:`MAX_VALUES` values, else None.
+
+    Counts each container once per place it appears (what a copy of the data would hold), with the
+    size of a shared container computed once, so an alias bomb is measured without expanding it.
+    """
+    sizes: dict[int, int] = {}
+
+    def size(node: object) -> int:
+        if not isinstance(node, dict | list):
+            return 1
+        known = sizes.get(id(node))
+        if known is None:
+            children = node.values() if isinstance(node, dict) else node
+            known = sizes[id(node)] = 1 + sum(size(child) for child in children)
+        return known
+
+    total = size(data)
+    if total <= MAX_VALUES:
+        return None
+    return _refused(key, f"expands to {total} values once its aliases (`*name`) are followed, more than "
+                    f"the {MAX_VALUES} a config file may have", "write the values out instead of aliasing "
+                    "aliases (a config file holds a few hundred values)")
 
 
 def too_deep(key: str) -> ConfigError:

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import legacy, lora_rules, roles, validate
+from verl_roles import containment, legacy, lora_rules, roles, validate
 from verl_roles.cmdline import CommandLine
+from verl_roles.errors import ConfigError
 from verl_roles.flat_lora import FlatLoraReport, add_flat_lora_keys
 from verl_roles.hydra_adapter.nodes import resolve_in_place
+from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, engine
 
 # Every validation rule the main job runs, in the order they report.
 RULES: tuple[validate.Rule, ...] = (
@@ -57,6 +59,19 @@ def resolve(cfg: DictConfig, followed: dict[str, str] | None = None) -> DictConf
     return cfg
 
 
+def _check_inputs(cfg: DictConfig, inputs: StepInputs) -> None:
+    """What stops the steps before they start: a section removed or replaced by a value, and a key of
+    a role option of the user's that the config does not have."""
+    problems = validate.section_problems(cfg)
+    if not problems and inputs.command.config_dir_path() is not None:
+        sources = roles.RoleSources(inputs.command, inputs.choices)
+        options = {group: sources.options(group) for group in ROLE_GROUPS.values()}
+        stock = inputs.stock_config(engine(cfg.get(ENGINE_KEY)).name)
+        problems = containment.user_option_problems(inputs.command.config_dir_path(), options, stock)
+    if problems:
+        raise ConfigError(problems)
+
+
 def finalize(
     cfg: DictConfig,
     inputs: StepInputs,
@@ -69,6 +84,7 @@ def finalize(
     report and ``cfg`` as that step left it (unresolved, except after the last step, the flat LoRA keys,
     which works on the resolved config), to be read, never changed.
     """
+    _check_inputs(cfg, inputs)
     legacy_report = legacy.normalize_config(cfg, inputs.command, inputs.stock_config)
     if observe is not None:
         observe(legacy_report, cfg)

@@ -183,6 +183,7 @@ def _read_slime(cfg: DictConfig, path: Any) -> list[slime.RoleEntry]:
                     message="must be the path of a YAML file or null",
                     value=path,
                     show_value=True,
+                    fix=f"write {SLIME_PATH_KEY}=/path/to/roles.yaml (one file), or {SLIME_PATH_KEY}=null",
                 )
             ]
         )

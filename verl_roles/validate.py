@@ -30,6 +30,7 @@ from verl_roles.layout import (
     DP,
     ENGINE_KEY,
     ENGINE_TABLE,
+    MODEL_SECTIONS,
     REF,
     ROLE_SECTIONS,
     ROLES,
@@ -759,6 +760,34 @@ def _checked_keys(engine_name: str) -> tuple[str, ...]:
     """The keys of the value tables that exist with the engine ``engine_name``, sorted."""
     ranged = {row.key for row in RANGES if row.engine in ("", engine_name)}
     return tuple(sorted(ranged | {known.key for known in ENUMS} | set(REQUIRED_PATHS)))
+
+
+# The sections the steps and the rules walk: each must be a mapping before any step runs.
+SECTIONS: tuple[str, ...] = (
+    "actor_rollout_ref", *ROLE_SECTIONS.values(), *MODEL_SECTIONS, "data", "trainer", "algorithm",
+)
+
+
+def section_problems(cfg: DictConfig) -> list[Problem]:
+    """A section removed (``~actor_rollout_ref``) or replaced by a value (``actor_rollout_ref.actor=3``):
+    one problem at the outermost such section. Checked before any step, which all read sections."""
+    problems: list[Problem] = []
+    for key in SECTIONS:
+        if any(key.startswith(f"{problem.key}.") for problem in problems):
+            continue
+        node = _get(cfg, key)
+        if node is _UNSET:
+            problems.append(Problem(
+                key=key, message="is removed, but verl reads this section",
+                fix=f"keep it: drop the `~{key}` override (remove single keys inside it instead)",
+            ))
+        elif not isinstance(node, DictConfig):
+            problems.append(Problem(
+                key=key, message="is a section of the config, but it holds a single value",
+                value=node, show_value=True,
+                fix=f"set keys inside it, e.g. `{key}.KEY=VALUE`, not `{key}` itself",
+            ))
+    return problems
 
 
 # This module's rules, in the order they report.

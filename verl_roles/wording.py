@@ -101,10 +101,69 @@ def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | 
         )
     elif isinstance(error, InterpolationKeyError) or _INTERPOLATION_KEY.search(text):
         yield _interpolation_problem(error, command, key_paths)
+    elif (known := _known_message_problem(error, command, key_paths)) is not None:
+        yield known
     else:
         key = getattr(error, "full_key", None) or "config"
         message = getattr(error, "msg", None) or text
         yield Problem(key=key, message=one_paragraph(message), origin=command.origin_of(key) if key else "")
+
+
+# Hydra and OmegaConf messages whose wording we replace: (pattern, what is wrong, the fix). In the
+# texts, {0}, {1}... are the pattern's groups, {key} the key the error names.
+_KNOWN_MESSAGES: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
+    (re.compile(r"Cannot find primary config '([^']*)'"), "--config-name",
+     "names no primary config: {0!r} is neither in conf/ nor in your --config-dir",
+     "use `--config-name ppo_trainer` (the default) or the name of a config file of your --config-dir"),
+    (re.compile(r"In '([^']+)': Could not load '([^']+)'"), "{0}.yaml",
+     "its defaults list names `{1}`, which is no config of conf/ or of your --config-dir",
+     "name an existing option of the group in the defaults list, or remove that entry"),
+    (re.compile(r"Could not delete from config\. '([^']+)' does not exist"), "{0}",
+     "is not a key of the config, so `~{0}` has nothing to delete",
+     "drop the `~{0}` override (`verl-roles keys` lists the keys)"),
+    (re.compile(r"Additional config directory '([^']+)' not found"), "--config-dir",
+     "{0} is not a folder", "pass the folder that holds your config files (it must exist)"),
+    (re.compile(r"Recursive interpolation detected"), "{key}",
+     "refers to itself, directly or through the keys it refers to",
+     "give one of those keys a plain value, or point the interpolation at a key that does not lead back"),
+    (re.compile(r"Environment variable '([^']+)' not found"), "{key}",
+     "reads the environment variable {0}, which is not set",
+     "export {0} before the run, or give a default: `${{oc.env:{0},DEFAULT}}`"),
+    (re.compile(r"Unsupported interpolation type (\S+)"), "{key}",
+     "uses the resolver `{0}`, which does not exist",
+     "use a resolver OmegaConf or Hydra registers (oc.env, oc.select, oc.decode, oc.create, now, ...), "
+     "or a plain `${{key}}` reference"),
+    (re.compile(r"GrammarParseError raised while resolving interpolation: (.*?)(?: full_key:|$)"), "{key}",
+     "holds an interpolation that does not parse ({0})",
+     "fix its syntax: `${{key}}`, or `${{resolver:arg}}` with string arguments quoted"),
+)
+
+
+def _known_message_problem(
+    error: BaseException, command: CommandLine, key_paths: KeyPaths | None
+) -> Problem | None:
+    text = one_paragraph(str(error))
+    for pattern, key_text, message, fix in _KNOWN_MESSAGES:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        full_key = str(getattr(error, "full_key", None) or "config")
+        groups = match.groups()
+        key = key_text.format(*groups, key=full_key)
+        origin = command.origin_of(key) or _typed_interpolations(command, key)
+        return Problem(key=key, message=message.format(*groups, key=key), fix=fix.format(*groups, key=key),
+                       origin=origin)
+    return None
+
+
+def _typed_interpolations(command: CommandLine, key: str) -> str:
+    """For an interpolation error at a key the command line did not set: the overrides that typed an
+    interpolation (the error surfaces where a key refers to the broken one, not where it was typed)."""
+    typed = [o for o in command.task_overrides if "${" in (o.value_text or "")]
+    if not typed or key in ("config", "--config-name", "--config-dir"):
+        return ""
+    shown = ", ".join(f"`{o.text}`" for o in typed[:3])
+    return f"the interpolation typed on the command line ({shown}), which {key} refers to"
 
 
 def _missing_option_problem(error: MissingConfigException, command: CommandLine) -> Problem:

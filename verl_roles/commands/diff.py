@@ -149,6 +149,9 @@ def run(args: list[str]) -> int:
             raise _usage_error(
                 "separate the overrides of A and B with `--`, e.g. `verl-roles diff -- model_engine=megatron`"
             )
+        if args.count("--") > 1:
+            raise _usage_error("write one `--` between the overrides of A and those of B (found "
+                               f"{args.count('--')})")
         split = args.index("--")
         a = parse_side("A", args[:split])
         b = parse_side("B", args[split + 1 :])

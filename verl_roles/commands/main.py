@@ -183,6 +183,7 @@ def _invoke(args: list[str]) -> None:
     # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
     # for every job of a sweep alike.
     command = read_command_line(CommandLine.parse(args, MAIN_FLAGS)).command
+    command.config_dir_path()  # a --config-dir that is not a folder is refused before Hydra starts
     if command.flag(HELP) is not None:
         print(main_help(command))
         return

@@ -16,6 +16,7 @@ import sys
 
 from verl_roles.cmdline import CONFIG_NAME, CommandLine, Flag
 from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.errors import ConfigError, Problem
 from verl_roles.legacy import LEGACY_CONFIG_NAMES, translate_command
 
 USAGE = """usage: verl-roles migrate [ARGS...]
@@ -81,7 +82,26 @@ def run(args: list[str]) -> int:
     return run_reporting_errors(lambda: _migrate(list(args)), list(args))
 
 
+def _check(command: CommandLine) -> None:
+    """What the main job would refuse before reading a key: a flag without its value, and an
+    argument Hydra's override grammar rejects (migrate rewrites keys, it cannot guess those)."""
+    problems = []
+    for flag in command.flags:
+        if flag.missing_value:
+            problems.append(Problem(key=flag.typed_name, message="needs a value",
+                                    fix=f"write `{flag.typed_name} VALUE`"))
+    for override in command.overrides:
+        if override.parsed is None and not override.is_bare_word:
+            problems.append(Problem(
+                key=f"`{override.text}`", message="is not a valid Hydra override",
+                fix="write KEY=VALUE and quote values with spaces or brackets, e.g. `'key=[a,b]'`",
+            ))
+    if problems:
+        raise ConfigError(problems)
+
+
 def _migrate(args: list[str]) -> None:
+    _check(CommandLine.parse(args))
     tokens, changes = migrate_command_line(args)
     print(" ".join(shell_quote(token) for token in tokens))
     for change in changes:

@@ -67,11 +67,12 @@ from hydra.version import VersionBase
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
+from verl_roles import containment
 from verl_roles.cmdline import hydra_parse
 from verl_roles.config_tree import CONF_DIR, is_internal_group
 from verl_roles.errors import ConfigError, Problem, one_paragraph
 from verl_roles.hydra_adapter.nodes import key_paths
-from verl_roles.hydra_adapter.yaml_dialect import load_yaml
+from verl_roles.hydra_adapter.yaml_dialect import header_line, key_lines, load_plain, load_yaml, to_config
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, PRIMARY_CONFIG
 from verl_roles.limits import read_config_file
 
@@ -102,14 +103,45 @@ class _FileSource(FileConfigSource):
         full_path = os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path)))
         if not os.path.exists(full_path):
             raise ConfigLoadError(f"Config not found : {full_path}")
-        # A user's file: its kind, size and encoding are checked before it is parsed (verl_roles.limits).
+        # A user's file: its kind, size and encoding are checked before it is parsed (verl_roles.limits),
+        # and what it may set before it is merged (verl_roles.containment).
         text = read_config_file(full_path, key=full_path)
+        header = _header(text, full_path)
+        data = load_plain(text, full_path)
+        _check_user_file(config_path, full_path, text, header, data)
         return ConfigResult(
-            config=load_yaml(text, name=full_path),
+            config=to_config(data, full_path),
             path=f"{self.scheme()}://{self.path}",
             provider=self.provider,
-            header=ConfigSource._get_header_dict(text[:512]),
+            header=header,
         )
+
+
+def _header(text: str, file: str) -> dict[str, str | None]:
+    """Hydra's reading of a file's ``# @KEY VALUE`` header lines; a malformed one names the file."""
+    try:
+        return ConfigSource._get_header_dict(text[:512])
+    except ValueError as error:
+        raise ConfigError([Problem(
+            key=f"{file}, line {header_line(text)}",
+            message=f"has a malformed header line: {error}",
+            fix="write the header as `# @package SECTION` (one word after @package)",
+        )]) from None
+
+
+def _check_user_file(config_path: str, file: str, text: str, header: dict, data: Any) -> None:
+    """What a file of the user's may not do (:mod:`verl_roles.containment`): be one of Hydra's own
+    configs, or be a role option that reaches outside its role's section."""
+    problem = containment.hydra_config_problem(config_path, file)
+    if problem is not None:
+        raise ConfigError([problem])
+    group = config_path.rpartition("/")[0]
+    if group in containment.ROLE_OPTION_SECTIONS:
+        problems = containment.role_option_problems(
+            group, file, header.get("package"), data, key_lines(text), header_line(text)
+        )
+        if problems:
+            raise ConfigError(problems)
 
 
 # Hydra's source for each scheme -> ours. Keyed by scheme: Hydra's plugin discovery may load its
@@ -354,9 +386,16 @@ class SweepConfigLoader(ConfigLoaderImpl):
         from_shell: bool = True,
         validate_sweep_overrides: bool = True,
     ) -> DictConfig:
+        problem = containment.config_name_problem(config_name or "")
+        if problem is not None:
+            raise ConfigError([problem])
         cfg = super().load_configuration(
             config_name, overrides, run_mode, from_shell, validate_sweep_overrides
         )
+        callbacks = OmegaConf.select(cfg, "hydra.callbacks", default=None)
+        problem = containment.callbacks_problem(callbacks.keys() if isinstance(callbacks, DictConfig) else ())
+        if problem is not None:
+            raise ConfigError([problem])
         if run_mode == RunMode.MULTIRUN and validate_sweep_overrides:
             # The master config of a multirun (Hydra's look at the run mode does not validate sweeps).
             # Resolving the directory now caches `${now:...}` in this config, so the launcher, the
@@ -381,14 +420,47 @@ class SweepConfigLoader(ConfigLoaderImpl):
             return options
         return [o for o in options if not is_internal_group(f"{group_name}/{o}" if group_name else o)]
 
+    def _parse_overrides_and_create_caching_repo(
+        self, config_name: str | None, overrides: list[str]
+    ) -> tuple[list[Override], Any]:
+        parsed, repo = super()._parse_overrides_and_create_caching_repo(config_name, overrides)
+        check_overrides(parsed, repo)
+        return parsed, repo
+
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
         try:
             return super().load_sweep_config(master_config, sweep_overrides)
-        except (HydraException, OmegaConfBaseException, yaml.YAMLError) as error:
+        except (ConfigError, HydraException, OmegaConfBaseException, yaml.YAMLError) as error:
             task = [o for o in map(hydra_parse, sweep_overrides) if not o.is_hydra_override()]
             texts = [str(o.input_line) for o in task]
             failure = self.describe_failure(error, master_config, texts)
             return failed_job_config(master_config, task, failure)
+
+
+def check_overrides(parsed: Sequence[Override], repo: Any) -> None:
+    """Refuse, before Hydra uses them, the overrides :mod:`verl_roles.containment` forbids: a group
+    choice that is not an option name (``critic=0``, ``model_engine=null``, a path), a list for a
+    group that takes one option, and a Hydra setting that names code Hydra would call."""
+    problems = []
+    for override in parsed:
+        if override.is_sweep_override():
+            continue
+        key, value = override.key_or_group, override.value()
+        if key.startswith("hydra.") or key == "hydra":
+            problem = containment.hydra_override_problem(str(override.input_line), key)
+        elif override.is_delete() and value is not None and repo.group_exists(key):
+            problem = containment.group_deletion_problem(str(override.input_line), key, value)
+        elif not override.is_delete() and not isinstance(value, dict) and repo.group_exists(key):
+            options = repo.get_group_options(key, results_filter=ObjectType.CONFIG)
+            problem = containment.group_choice_problem(
+                str(override.input_line), key, value, options, also_a_section=is_internal_group(key)
+            )
+        else:
+            problem = None
+        if problem is not None:
+            problems.append(problem)
+    if problems:
+        raise ConfigError(problems)
 
 
 def failed_job_config(
@@ -449,6 +521,7 @@ class MemoizingConfigLoader(SweepConfigLoader):
         if _sources_key(repo.get_sources()) != _sources_key(self.repository.get_sources()):
             # hydra.searchpath added sources: check their files too.
             _cache_for(repo.get_sources()).refresh()
+        check_overrides(parsed, repo)
         return parsed, repo
 
     def _compose_config_from_defaults_list(self, defaults: list[ResultDefault], repo: Any) -> DictConfig:

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf._utils import OmegaConfDumper, get_yaml_loader
 
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.limits import too_deep
+from verl_roles.limits import too_deep, too_many_values
 
 _OMEGACONF_LOADER = get_yaml_loader()
 
@@ -51,21 +51,62 @@ def load_plain(text: str, name: str = "<unicode string>") -> Any:
     stream = io.StringIO(text)
     stream.name = name
     try:
-        return yaml.load(stream, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(stream, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:
         raise too_deep(name) from None
+    error = too_many_values(data, name)
+    if error is not None:
+        raise error
+    return data
 
 
 def load_yaml(text: str, name: str = "<unicode string>") -> DictConfig | ListConfig:
     """``OmegaConf.load`` of ``text``, on the C parser; a document that is a single value (``3``) is a
     :class:`ConfigError` naming the file (OmegaConf raises a bare ``OSError``)."""
-    obj = load_plain(text, name)
+    return to_config(load_plain(text, name), name)
+
+
+def to_config(obj: Any, name: str) -> DictConfig | ListConfig:
+    """The OmegaConf config of the objects :func:`load_plain` read from the file ``name``."""
     if obj is not None and not isinstance(obj, (list, dict, str)):
         raise ConfigError([Problem(
             key=name, message=f"holds a single value ({obj!r}), not a mapping of keys to values",
             fix="write `key: value` lines (a config file is a YAML mapping)",
         )])
     return OmegaConf.create() if obj is None else OmegaConf.create(obj)
+
+
+def key_lines(text: str) -> dict[str, int]:
+    """The line (1-based) of every key of a YAML mapping document, by dotted path (list items by
+    index: ``defaults.0``); empty when the text does not parse (the loader reports that)."""
+    try:
+        root = yaml.compose(io.StringIO(text), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, RecursionError):
+        return {}
+    lines: dict[str, int] = {}
+
+    def walk(node: yaml.Node, prefix: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                path = f"{prefix}{key_node.value}"
+                lines.setdefault(path, key_node.start_mark.line + 1)
+                walk(value_node, f"{path}.")
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                lines.setdefault(f"{prefix}{index}", item.start_mark.line + 1)
+                walk(item, f"{prefix}{index}.")
+
+    if root is not None:
+        walk(root, "")
+    return lines
+
+
+def header_line(text: str) -> int:
+    """The line (1-based) of a ``# @package`` header, or 1 when there is none."""
+    for number, line in enumerate(text.splitlines()[:50], 1):
+        if line.lstrip().startswith("#") and "@package" in line:
+            return number
+    return 1
 
 
 class _Dumper(getattr(yaml, "CDumper", yaml.Dumper)):  # type: ignore[misc]
