@@ -15,25 +15,22 @@ Known failures are listed, with their reason, in one table: ``tests/verl_known_f
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import io
 import json
 import os
 import re
 import subprocess
-import sys
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import DATA
-from verl_known_failures import KNOWN_FAILURES, KnownFailure
+from conftest import DATA, verl_python
+from verl_known_failures import KNOWN_FAILURES, KnownFailure, explaining_row
 
 from verl_roles.layout import ROLE_SECTIONS
-from verl_roles.snapshots import VARIANTS
+from verl_roles.commands.snapshots import VARIANTS
 from verl_roles.verl_target import VERL_TARGET_VERSION
 
 pytestmark = pytest.mark.xdist_group("verl")  # one worker runs the driver once for the whole module
@@ -46,7 +43,8 @@ DRIVER_TIMEOUT_S = 1800
 # Worker processes the driver forks after importing verl (the 2-core CI machine: both cores).
 DRIVER_JOBS = 2
 # Cases whose control (verl's own tree, same overrides) always runs: they prove the harness sound.
-# Every other case runs its control only when one of its steps failed, to tell whether verl fails too.
+# Every other case runs its control only when a step failed that no known-failure row explains, to tell
+# whether verl's own config fails there too.
 HARNESS_CONTROLS = ("variant:_generated_ppo_trainer", "variant:_generated_ppo_megatron_trainer")
 
 
@@ -74,15 +72,18 @@ MODEL_PATH_KEY = re.compile(r"(^|\.)(model\.(path|hf_config_path|tokenizer_path)
 
 @dataclass(frozen=True)
 class Case:
-    """One command line: its name in test ids and in the known-failures table, and its arguments."""
+    """One command line: its name in test ids and in the known-failures table, its arguments for
+    verl_roles and, when they differ, for verl's own entry point (the control)."""
 
     name: str
     args: tuple[str, ...]
     files: dict[str, str] = field(default_factory=dict, hash=False)  # file name -> text, next to the run
+    control_args: tuple[str, ...] | None = None
 
-    def argv(self, model_dir: Path, files_dir: Path) -> list[str]:
+    def argv(self, model_dir: Path, files_dir: Path, control: bool = False) -> list[str]:
+        args = self.control_args if control and self.control_args is not None else self.args
         out = []
-        for arg in self.args:
+        for arg in args:
             arg = arg.replace(MODEL, str(model_dir))
             for name in self.files:
                 arg = arg.replace("{" + name + "}", str(files_dir / name))
@@ -90,9 +91,17 @@ class Case:
         return out
 
 
+CONFIG_OPTION = re.compile(r"(--config-path|-cp|--config-name|-cn)(?:=(.*))?")
+# A --config-path naming verl's own config folder (relative paths are relative to verl's main_ppo.py).
+VERL_CONFIG_FOLDERS = ("config", "./config")
+
+
 def example_case(path: Path) -> Case:
-    """A verl example's overrides (one a line, ``#`` comments), its model paths on the tiny model."""
-    args = []
+    """A verl launch's arguments (one a line, ``#`` comments), its model paths on the tiny model.
+
+    verl_roles gets them without a ``--config-path`` naming verl's own folder (its counterpart is
+    ours); the control gets them as verl's launch script wrote them."""
+    tokens = []
     for line in path.read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
@@ -104,10 +113,36 @@ def example_case(path: Path) -> Case:
             and value.strip().lower() not in ("null", "none", "")
         ):
             line = f"{key}={MODEL}"
-        args.append(line)
-    keys = {arg.partition("=")[0].lstrip("+~") for arg in args}
-    args += [arg for arg in (f"actor_rollout_ref.model.path={MODEL}",) if arg.partition("=")[0] not in keys]
-    return Case(f"example:{path.stem}", tuple(args))
+        tokens.append(line)
+    if not any(token.partition("=")[0].lstrip("+~") == "actor_rollout_ref.model.path" for token in tokens):
+        tokens.append(f"actor_rollout_ref.model.path={MODEL}")
+    ours, index = [], 0
+    while index < len(tokens):
+        option = CONFIG_OPTION.fullmatch(tokens[index])
+        if option is not None and option.group(1) in ("--config-path", "-cp"):
+            inline = option.group(2) is not None
+            value = option.group(2) if inline else (tokens[index + 1] if index + 1 < len(tokens) else "")
+            if value in VERL_CONFIG_FOLDERS:
+                index += 1 if inline else 2
+                continue
+        ours.append(tokens[index])
+        index += 1
+    source = path.parent.name
+    name = f"example:{path.stem}" if path.parent == EXAMPLES else f"example:{source}/{path.stem}"
+    return Case(name, tuple(ours), control_args=tuple(tokens))
+
+
+def verl_composes(path: Path) -> bool:
+    """Whether verl 0.9.1's own tree composes this launch, as frozen by scripts/freeze_verl_reference.py
+    (launches outside the frozen corpus are kept)."""
+    verdict = VERDICTS.get(path.parent.name, {}).get(path.stem)
+    return verdict is None or bool(verdict.get("composes"))
+
+
+VERDICTS_FILE = DATA / "verl-0.9.1" / "examples_verdicts.json"
+VERDICTS: dict[str, dict[str, Any]] = (
+    json.loads(VERDICTS_FILE.read_text(encoding="utf-8"))["verdicts"] if VERDICTS_FILE.exists() else {}
+)
 
 
 SLIME_FILE = """\
@@ -180,7 +215,7 @@ def all_cases() -> list[Case]:
         Case(f"variant:{Path(variant.filename).stem}", (*_config_name_args(variant.composition), *ESSENTIALS))
         for variant in VARIANTS
     ]
-    examples = [example_case(path) for path in sorted(EXAMPLES.glob("*.txt"))]
+    examples = [example_case(path) for path in sorted(EXAMPLES.rglob("*.txt")) if verl_composes(path)]
     return variants + examples + list(SPECIAL_CASES)
 
 
@@ -202,21 +237,6 @@ CHECKED = CASES + [
 
 # --------------------------------------------------------------------------------------------------
 # Finding verl.
-
-
-def verl_python() -> tuple[str | None, str]:
-    """The Python to run verl in, or None and why the suite is skipped."""
-    chosen = os.environ.get("VERL_PYTHON")
-    if chosen:
-        return chosen, f"VERL_PYTHON={chosen}"
-    import importlib.util
-
-    if importlib.util.find_spec("verl") is not None:
-        return sys.executable, "this interpreter imports verl"
-    return None, (
-        f"verl is not importable here: set VERL_PYTHON to a Python with verl=={VERL_TARGET_VERSION} "
-        f'(`pip install "verl_roles[verl]"` in a separate venv; .ci/run does this) to run this suite'
-    )
 
 
 def driver_env(home: Path) -> dict[str, str]:
@@ -246,6 +266,7 @@ class Composed:
     exit_code: int
     stderr: str
     run_dir: Path
+    files_dir: Path
 
 
 @dataclass
@@ -269,39 +290,57 @@ def compose_case(case: Case, model_dir: Path, work: Path, index: int) -> Compose
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([*argv, f"hydra.run.dir={run_dir}", "hydra/job_logging=none", "hydra/hydra_logging=none"])
-    return Composed(argv=argv, exit_code=code, stderr=err.getvalue(), run_dir=run_dir)
+    return Composed(argv=argv, exit_code=code, stderr=err.getvalue(), run_dir=run_dir, files_dir=files_dir)
 
 
-def run_driver(
-    python: str, work: Path, cases: Iterable[tuple[Case, Composed]], model_dir: Path
-) -> dict[str, Any]:
+def driver_case(case: Case, composed: Composed, model_dir: Path) -> dict[str, Any]:
+    """What the driver needs of one case (no run directory when verl_roles refused the overrides)."""
+    return {
+        "name": case.name,
+        "run_dir": str(composed.run_dir) if composed.exit_code == 0 else None,
+        "control_overrides": case.argv(model_dir, composed.files_dir, control=True),
+        "control": "always" if case.name in HARNESS_CONTROLS else "on unknown failure",
+    }
+
+
+def compose_and_check(
+    python: str, work: Path, cases: list[Case], model_dir: Path
+) -> tuple[dict[str, Composed], dict[str, Any]]:
+    """Compose every case in this process and hand each to one driver process as soon as it is
+    written, so verl's import and the first checks overlap the composing."""
     manifest = {
         "jobs": DRIVER_JOBS,
+        "known_failures": [[row.cases, row.steps, row.error] for row in KNOWN_FAILURES],
         "model_dir": str(model_dir),
         "work_dir": str(work),
-        "cases": [
-            {
-                "name": case.name,
-                "run_dir": str(composed.run_dir) if composed.exit_code == 0 else None,
-                "control_overrides": composed.argv,
-                "control": "always" if case.name in HARNESS_CONTROLS else "on failure",
-            }
-            for case, composed in cases
-        ],
     }
-    manifest_path, results_path = work / "manifest.json", work / "results.json"
+    manifest_path, results_path, log_path = work / "manifest.json", work / "results.json", work / "driver.log"
     manifest_path.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    proc = subprocess.run(
-        [python, str(DRIVER), str(manifest_path), str(results_path)],
-        cwd=work,
-        env=driver_env(work),
-        capture_output=True,
-        text=True,
-        timeout=DRIVER_TIMEOUT_S,
-    )
-    if proc.returncode != 0 or not results_path.exists():
-        pytest.fail(f"the verl driver failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return json.loads(results_path.read_text(encoding="utf-8"))
+    composed: dict[str, Composed] = {}
+    with log_path.open("w", encoding="utf-8") as log:
+        driver = subprocess.Popen(
+            [python, str(DRIVER), str(manifest_path), str(results_path)],
+            cwd=work,
+            env=driver_env(work),
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            for index, case in enumerate(cases):
+                composed[case.name] = compose_case(case, model_dir, work, index)
+                driver.stdin.write(json.dumps(driver_case(case, composed[case.name], model_dir)) + "\n")
+                driver.stdin.flush()
+            driver.stdin.close()
+            code = driver.wait(timeout=DRIVER_TIMEOUT_S)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+    if code != 0 or not results_path.exists():
+        tail = log_path.read_text(encoding="utf-8")[-4000:]
+        pytest.fail(f"the verl driver failed (exit {code}):\n{tail}")
+    return composed, json.loads(results_path.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -312,13 +351,9 @@ def acceptance(tmp_path_factory: pytest.TempPathFactory) -> Acceptance:
     import time
 
     work = tmp_path_factory.mktemp("verl_acceptance")
-    model_dir = work / "model"
     started = time.perf_counter()
-    composed = {case.name: compose_case(case, model_dir, work, index) for index, case in enumerate(CHECKED)}
-    composed_at = time.perf_counter()
-    results = run_driver(python, work, ((case, composed[case.name]) for case in CHECKED), model_dir)
-    done = time.perf_counter()
-    seconds = {"compose": composed_at - started, "verl": done - composed_at}
+    composed, results = compose_and_check(python, work, CHECKED, work / "model")
+    seconds = {"compose and check": time.perf_counter() - started}
     return Acceptance(work=work, composed=composed, results=results, seconds=seconds)
 
 
@@ -371,11 +406,7 @@ def is_composition_error(error: str) -> bool:
 
 
 def known_row(case: str, failure: Failure) -> KnownFailure | None:
-    for row in KNOWN_FAILURES:
-        matches = fnmatch.fnmatchcase(case, row.cases) and fnmatch.fnmatchcase(failure.step, row.steps)
-        if matches and row.error in failure.error:
-            return row
-    return None
+    return explaining_row(case, failure.step, failure.error)
 
 
 def describe(name: str, acceptance: Acceptance, failures: list[Failure]) -> str:

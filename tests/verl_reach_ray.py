@@ -34,6 +34,11 @@ def run_until_ray(argv: list[str]) -> Reached:
     RuntimeError if ``main`` returned without calling ``run_ppo``.
     """
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    # Under `python -m`, main's module is __main__, and Hydra then resolves a relative --config-path
+    # (verl's scripts write `--config-path=./config`) against main_ppo.py's folder; imported, the module
+    # is verl.trainer.main_ppo and Hydra would look for a package `verl.trainer...config`. Hydra's
+    # HYDRA_MAIN_MODULE names the module it should assume: the one `python -m` gives it.
+    os.environ["HYDRA_MAIN_MODULE"] = "__main__"
     import verl.trainer.main_ppo as main_ppo
 
     calls: list[Reached] = []
