@@ -294,13 +294,25 @@ def compose_case(case: Case, model_dir: Path, work: Path, index: int) -> Compose
 
 
 def driver_case(case: Case, composed: Composed, model_dir: Path) -> dict[str, Any]:
-    """What the driver needs of one case (no run directory when verl_roles refused the overrides)."""
+    """What the driver needs of one case (no run directory when verl_roles refused the overrides).
+
+    The control (verl's own tree on the same overrides) runs for the harness cases, and otherwise
+    only where a failure is not explained by the known-failures table: the driver decides that for
+    verl's steps; a refusal by verl_roles is decided here."""
+    policy = "always" if TWINS.get(case.name, case.name) in HARNESS_CONTROLS else "on unknown failure"
+    if composed.exit_code != 0 and policy != "always":
+        explained = explaining_row(case.name, "compose", one_line(composed.stderr)) is not None
+        policy = "never" if explained else "always"
     return {
         "name": case.name,
         "run_dir": str(composed.run_dir) if composed.exit_code == 0 else None,
         "control_overrides": case.argv(model_dir, composed.files_dir, control=True),
-        "control": "always" if case.name in HARNESS_CONTROLS else "on unknown failure",
+        "control": policy,
     }
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def compose_and_check(
@@ -370,7 +382,7 @@ class Failure:
 def failures_of(name: str, acceptance: Acceptance) -> list[Failure]:
     composed = acceptance.composed[name]
     if composed.exit_code != 0:
-        return [Failure("compose", " ".join(composed.stderr.split()))]
+        return [Failure("compose", one_line(composed.stderr))]
     result = acceptance.results["cases"][name]
     if "driver_error" in result:
         pytest.fail(f"the verl driver crashed on {name}:\n{result['driver_error']}")

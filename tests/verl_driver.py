@@ -591,7 +591,7 @@ def check_case(case: dict[str, Any], normalise: Normaliser, known: list[list[str
         cfg = check_run_dir(run_dir, run, normalise)
         readback = [] if cfg is None else read_back(run.objects, cfg)
     result: dict[str, Any] = {"steps": run.steps, "readback": readback}
-    unknown = case.get("run_dir") is None or any(
+    unknown = any(
         step["status"] == "failed" and not is_known(case["name"], step, known) for step in run.steps
     )
     if case.get("control") == "always" or (case.get("control") == "on unknown failure" and unknown):
