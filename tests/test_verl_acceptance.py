@@ -29,8 +29,8 @@ import yaml
 from conftest import DATA, verl_python
 from verl_known_failures import KNOWN_FAILURES, KnownFailure, explaining_row
 
-from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.commands.snapshots import VARIANTS
+from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.verl_target import VERL_TARGET_VERSION
 
 pytestmark = pytest.mark.xdist_group("verl")  # one worker runs the driver once for the whole module
