@@ -15,6 +15,7 @@ Known failures are listed, with their reason, in one table: ``tests/verl_known_f
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -103,26 +104,32 @@ VERL_CONFIG_FOLDERS = ("config", "./config")
 
 
 def example_case(path: Path) -> Case:
-    """A verl launch's arguments (one a line, ``#`` comments), its model paths on the tiny model.
+    """A verl launch: verl_roles gets its arguments without a ``--config-path`` naming verl's own
+    folder (ours is its counterpart); the control gets them as verl's launch script wrote them."""
+    tokens = read_launch(path)
+    name = f"example:{path.stem}" if path.parent == EXAMPLES else f"example:{path.parent.name}/{path.stem}"
+    return Case(name, tuple(without_verl_config_path(tokens)), control_args=tuple(tokens))
 
-    verl_roles gets them without a ``--config-path`` naming verl's own folder (its counterpart is
-    ours); the control gets them as verl's launch script wrote them."""
+
+def read_launch(path: Path) -> list[str]:
+    """A launch's arguments (one a line, ``#`` comments), every model path on the tiny model."""
     tokens = []
     for line in path.read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         key, sep, value = line.partition("=")
-        if (
-            sep
-            and MODEL_PATH_KEY.search(key.lstrip("+~"))
-            and value.strip().lower() not in ("null", "none", "")
-        ):
+        names_a_model = sep and MODEL_PATH_KEY.search(key.lstrip("+~"))
+        if names_a_model and value.strip().lower() not in ("null", "none", ""):
             line = f"{key}={MODEL}"
         tokens.append(line)
     if not any(token.partition("=")[0].lstrip("+~") == "actor_rollout_ref.model.path" for token in tokens):
         tokens.append(f"actor_rollout_ref.model.path={MODEL}")
-    ours, index = [], 0
+    return tokens
+
+
+def without_verl_config_path(tokens: list[str]) -> list[str]:
+    out, index = [], 0
     while index < len(tokens):
         option = CONFIG_OPTION.fullmatch(tokens[index])
         if option is not None and option.group(1) in ("--config-path", "-cp"):
@@ -131,11 +138,9 @@ def example_case(path: Path) -> Case:
             if value in VERL_CONFIG_FOLDERS:
                 index += 1 if inline else 2
                 continue
-        ours.append(tokens[index])
+        out.append(tokens[index])
         index += 1
-    source = path.parent.name
-    name = f"example:{path.stem}" if path.parent == EXAMPLES else f"example:{source}/{path.stem}"
-    return Case(name, tuple(ours), control_args=tuple(tokens))
+    return out
 
 
 def verl_composes(path: Path) -> bool:
@@ -236,6 +241,7 @@ CASES = all_cases()
 # Composed and checked a second time, into other folders: the results must be byte-identical.
 TWINS = {f"{name} (again)": name for name in ("variant:_generated_ppo_megatron_trainer", "grpo")}
 CASES_BY_NAME = {case.name: case for case in CASES}
+CASE_NAMES = list(CASES_BY_NAME)
 CHECKED = CASES + [
     Case(twin, CASES_BY_NAME[name].args, CASES_BY_NAME[name].files) for twin, name in TWINS.items()
 ]
@@ -438,7 +444,7 @@ def describe(name: str, acceptance: Acceptance, failures: list[Failure]) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("name", [case.name for case in CASES])
+@pytest.mark.parametrize("name", CASE_NAMES, ids=CASE_NAMES)
 def test_verl_runs_what_verl_roles_writes(name: str, acceptance: Acceptance) -> None:
     failures = failures_of(name, acceptance)
     if failures and failures[0].step == "compose" and deliberate_refusal(name, failures[0].error):
@@ -473,16 +479,22 @@ def lookup(tree: Any, dotted: str) -> Any:
     return tree
 
 
+@functools.cache
+def load_yaml(path: Path) -> Any:
+    """A run file, read once per test session (the read-back and the stale-row check both read it)."""
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def readback_mismatches(name: str, acceptance: Acceptance) -> list[str]:
     run_dir = acceptance.composed[name].run_dir
-    resolved = yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))
+    resolved = load_yaml(run_dir / "resolved.yaml")
     mismatches = []
     for row in acceptance.results["cases"][name].get("readback", []):
         role, key, seen_by_verl = row["role"], row["key"], row["verl"]
         section = MODEL_SECTION if role == "model" else ROLE_SECTIONS[role]
         shown = {"resolved.yaml": lookup(resolved, f"{section}.{key}")}
         if role in ROLE_SECTIONS:
-            role_file = yaml.safe_load((run_dir / "roles" / f"{role}.yaml").read_text(encoding="utf-8"))
+            role_file = load_yaml(run_dir / "roles" / f"{role}.yaml")
             shown[f"roles/{role}.yaml"] = lookup(role_file, key)
         for where, value in shown.items():
             both_absent = value == ABSENT and seen_by_verl == NO_SUCH_FIELD
@@ -498,7 +510,7 @@ def readback_failures(name: str, acceptance: Acceptance) -> list[Failure]:
     ]
 
 
-@pytest.mark.parametrize("name", [case.name for case in CASES])
+@pytest.mark.parametrize("name", CASE_NAMES, ids=CASE_NAMES)
 def test_what_verl_uses_is_what_we_show(name: str, acceptance: Acceptance) -> None:
     if acceptance.composed[name].exit_code != 0:
         pytest.skip("verl_roles refused the overrides (see test_verl_runs_what_verl_roles_writes)")
