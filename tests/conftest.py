@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import subprocess
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
+
+from verl_roles.verl_target import VERL_TARGET_VERSION
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
@@ -110,3 +113,16 @@ def _logging_as_it_was():
         lg.handlers[:] = handlers
         lg.setLevel(level)
         lg.disabled, lg.propagate = disabled, propagate
+
+
+def verl_python() -> tuple[str | None, str]:
+    """The Python to run verl in, or None and why the suite is skipped."""
+    chosen = os.environ.get("VERL_PYTHON")
+    if chosen:
+        return chosen, f"VERL_PYTHON={chosen}"
+    if importlib.util.find_spec("verl") is not None:
+        return sys.executable, "this interpreter imports verl"
+    return None, (
+        f"verl is not importable here: set VERL_PYTHON to a Python with verl=={VERL_TARGET_VERSION} "
+        f'(`pip install "verl_roles[verl]"` in a separate venv; .ci/run does this) to run this suite'
+    )

@@ -18,6 +18,7 @@ from verl_roles.commands import snapshots
 from verl_roles.commands.snapshots import VARIANTS, Variant
 from verl_roles.layout import DEFAULT_ENGINE, ENGINES
 from verl_roles.main import main as main_job
+from verl_roles.verl_target import VERL_TARGET_VERSION
 
 GENERATED = REPO / "_generated"
 SCRIPT = REPO / "scripts" / "generate_trainer_config.sh"
@@ -63,6 +64,7 @@ def test_snapshot_header_names_engine_and_command_and_nothing_machine_specific(v
     chosen = [o.partition("=")[2] for o in variant.composition.overrides if o.startswith("model_engine=")]
     engine = chosen[-1] if chosen else DEFAULT_ENGINE
     assert f"# model_engine: {engine}" in head
+    assert any(line.startswith(f"# Target trainer: verl {VERL_TARGET_VERSION} ") for line in head)
     assert f"\nmodel_engine: {engine}\n" in body
     assert f"# Composed as: {variant.composition.command()}" in head
     assert any(FIX in line for line in head)

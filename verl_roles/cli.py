@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("keys", "list keys with their type, default and the comment above them in conf/: keys [GLOB]"),
     "roles": ("roles", "one table of the keys whose values differ between actor, ref, critic and rollout"),
     "show": ("show", "the config the main job runs with (its resolved.yaml), or one role or some keys of it"),
+    "launch": ("launch", "write a run directory as the main job does, then train on it with verl"),
 }
 
 USAGE = "usage: verl-roles COMMAND [ARGS...]   (verl-roles COMMAND --help for a command's usage)"

@@ -98,6 +98,8 @@ class MainJob:
     """
 
     error: BaseException | None = field(default=None)
+    # The run directories this process's jobs wrote (`verl-roles launch` trains on them).
+    run_dirs: list[Path] = field(default_factory=list)
 
     def __call__(self, cfg: DictConfig) -> dict[str, str]:
         not_composed = composition_error(cfg)
@@ -106,7 +108,7 @@ class MainJob:
             print(f"verl_roles error: {message}", file=sys.stderr)
             return _failed_job(message, headline)
         try:
-            run_job(cfg)
+            self.run_dirs.append(run_job(cfg))
         except (VerlRolesError, HydraException, OmegaConfBaseException) as error:
             hydra_cfg = HydraConfig.get()
             translated = translate(error, job_command_line(hydra_cfg), composed_key_paths)
@@ -174,12 +176,17 @@ def _check_sweep_first(command: CommandLine) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the main job on ``argv`` (default: the process arguments); return the exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    return run_main_job(list(sys.argv[1:] if argv is None else argv))[0]
+
+
+def run_main_job(args: list[str]) -> tuple[int, list[Path]]:
+    """The main job on ``args``: its exit code and the run directories its jobs wrote here."""
+    args, job = list(args), MainJob()
     print_shadowing_notice()
-    return run_reporting_errors(lambda: _invoke(args), args)
+    return run_reporting_errors(lambda: _invoke(args, job), args), job.run_dirs
 
 
-def _invoke(args: list[str]) -> None:
+def _invoke(args: list[str], job: MainJob) -> None:
     # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
     # for every job of a sweep alike.
     command = read_command_line(CommandLine.parse(args, MAIN_FLAGS)).command
@@ -198,7 +205,6 @@ def _invoke(args: list[str]) -> None:
             "never reads pickled files",
             fix="run the main job again with that run's overrides (its .hydra/overrides.yaml lists them)",
         )])
-    job = MainJob()
     try:
         ran = run_app(job, command.argv(), describe_failure)
     except (VerlRolesError, *LIBRARY_ERRORS) as error:

@@ -28,6 +28,7 @@ from verl_roles.layout import PRIMARY_CONFIG
 from verl_roles.legacy import LEGACY_CONFIG_NAMES
 from verl_roles.notices import ConfigDeprecationWarning
 from verl_roles.output import to_yaml, write_atomic
+from verl_roles.verl_target import VERL_TARGET_VERSION
 
 SCRIPT = "scripts/generate_trainer_config.sh"
 GENERATED_DIR = "_generated"
@@ -146,6 +147,7 @@ def header(variant: Variant, cfg_text: str) -> str:
         lines.append(f"# Same config as: {other.command()}{note}")
     lines += [
         f"# model_engine: {engine}",
+        f"# Target trainer: verl {VERL_TARGET_VERSION} (the release whose trainer config resolved.yaml is).",
         "# Below: resolved.yaml exactly as the main job writes it.",
     ]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,700 @@
+"""The verl side of the acceptance suite: what verl 0.9.1 does with a config before it starts Ray.
+
+Run by ``tests/test_verl_acceptance.py`` in a Python where verl is importable (``VERL_PYTHON``),
+once for every case, because importing verl takes seconds:
+
+    VERL_PYTHON tests/verl_driver.py MANIFEST.json RESULTS.json   (cases in the manifest or on stdin)
+    VERL_PYTHON tests/verl_driver.py --build-model DIR      (only the tiny model)
+
+It imports verl and never verl_roles. The manifest names a folder for the tiny Hugging Face model this
+driver builds (nothing is downloaded: the caller sets HF_HUB_OFFLINE=1), a scratch folder, and the
+cases: a run directory written by ``python -m verl_roles.main`` and, for the control, the same
+overrides to compose with verl's own config tree. For each case, in order, each step recorded as
+``ok``, ``failed`` (with verl's error, normalised) or ``n/a`` (verl would not run it for this config):
+
+1. ``validate_config``: ``verl.utils.config.validate_config(cfg, need_reference_policy(cfg),
+   need_critic(cfg))`` on resolved.yaml loaded as Hydra hands it over (struct mode, unresolved).
+2. ``convert <section>``: every ``omega_conf_to_dataclass`` call verl 0.9.1 makes on the path of
+   ``python -m verl.trainer.main_ppo`` (the table :data:`CONVERSIONS`, each row naming the verl lines it
+   mirrors), after the same preparation verl applies (the reference policy's config is rebuilt from
+   the actor's as the engine worker does). :data:`ELSEWHERE` lists the call sites deliberately left out,
+   with the reason; :func:`call_site_audit` checks both lists against the installed verl's source, so a
+   verl that moves a call is noticed.
+3. ``entry_point``: ``verl.trainer.main_ppo.main`` with ``--config-path RUN_DIR --config-name resolved``,
+   only ``run_ppo`` replaced (``verl_reach_ray.py``): it must reach the point where Ray would start.
+
+The control runs verl's own entry point on the case's overrides with its own config tree, then the
+conversions on the config it built, so every result can be read against what verl itself does.
+The read-back (:data:`READBACK`) takes, from the dataclass objects the conversions built, the per-role
+values that decide how a run behaves; the test compares them with resolved.yaml and roles/*.yaml.
+Results are plain JSON, byte-identical for identical inputs (scratch paths and addresses normalised).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import fnmatch
+import functools
+import json
+import math
+import os
+import re
+import sys
+import traceback
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ERROR_CHARS = 600
+
+
+# --------------------------------------------------------------------------------------------------
+# The tiny model: a config.json transformers accepts and a word-level tokenizer; no weights (verl's
+# config conversions read the config, the tokenizer and the generation config, never the weights).
+# --------------------------------------------------------------------------------------------------
+
+SPECIAL_TOKENS = {
+    "pad_token": "<|pad|>",
+    "bos_token": "<|bos|>",
+    "eos_token": "<|eos|>",
+    "unk_token": "<|unk|>",
+}
+
+
+def build_tiny_model(model_dir: Path) -> None:
+    """Write a two-layer Qwen2-style causal LM's config.json and a tokenizer into ``model_dir``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    model_dir.mkdir(parents=True, exist_ok=True)
+    words = [chr(code) for code in range(ord("a"), ord("z") + 1)] + [str(digit) for digit in range(10)]
+    vocab = {token: index for index, token in enumerate([*SPECIAL_TOKENS.values(), *words])}
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIAL_TOKENS["unk_token"]))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(model_dir / "tokenizer.json"))
+    tokenizer_config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "model_max_length": 4096,
+        "chat_template": "{% for message in messages %}{{ message['content'] }}\n{% endfor %}",
+        **SPECIAL_TOKENS,
+    }
+    model_config = {
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "vocab_size": 64,
+        "hidden_size": 16,
+        "intermediate_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "max_position_embeddings": 4096,
+        "tie_word_embeddings": True,
+        "pad_token_id": vocab[SPECIAL_TOKENS["pad_token"]],
+        "bos_token_id": vocab[SPECIAL_TOKENS["bos_token"]],
+        "eos_token_id": vocab[SPECIAL_TOKENS["eos_token"]],
+        "torch_dtype": "bfloat16",
+    }
+    for name, content in (("tokenizer_config.json", tokenizer_config), ("config.json", model_config)):
+        (model_dir / name).write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------------------------
+# The conversions verl 0.9.1 makes on main_ppo's path.
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """One ``omega_conf_to_dataclass`` call: the config node, the dataclass named (None: the node's
+    ``_target_``), when verl makes it, and the verl source lines (package-relative) it mirrors."""
+
+    section: str
+    mirrors: tuple[str, ...]
+    dataclass: str | None = None
+    when: str = "always"
+    prepared: bool = False
+
+    @property
+    def step(self) -> str:
+        suffix = f" as {self.dataclass.rsplit('.', 1)[1]}" if self.dataclass else ""
+        return f"convert {self.section}{suffix}"
+
+
+CONVERSIONS: tuple[Conversion, ...] = (
+    Conversion(
+        "actor_rollout_ref.actor",
+        ("verl/utils/config.py:164", "verl/workers/engine_workers.py:593"),
+    ),
+    Conversion(
+        "actor_rollout_ref.actor.profiler",
+        ("verl/workers/engine_workers.py:487",),
+        dataclass="verl.utils.profiler.ProfilerConfig",
+    ),
+    Conversion(
+        "actor_rollout_ref.actor.profiler",
+        ("verl/workers/engine_workers.py:604",),
+        when="profiler set",
+    ),
+    Conversion(
+        "actor_rollout_ref.actor.profiler.tool_config.<tool>",
+        ("verl/workers/engine_workers.py:489",),
+        when="profiler tool with a tool_config",
+    ),
+    Conversion(
+        "actor_rollout_ref.ref",
+        ("verl/workers/engine_workers.py:553",),
+        when="reference policy in its own model",
+        prepared=True,
+    ),
+    Conversion(
+        "actor_rollout_ref.ref.profiler",
+        ("verl/workers/engine_workers.py:566",),
+        when="reference policy in its own model, profiler set",
+        prepared=True,
+    ),
+    Conversion(
+        "actor_rollout_ref.rollout",
+        (
+            "verl/workers/engine_workers.py:651",
+            "verl/experimental/agent_loop/agent_loop.py:504",
+            "verl/workers/rollout/replica.py:104",
+            "verl/workers/rollout/base.py:40",
+            "verl/workers/rollout/vllm_rollout/vllm_async_server.py:1095",
+            "verl/workers/rollout/sglang_rollout/async_sglang_server.py:164",
+            "verl/workers/rollout/trtllm_rollout/trtllm_async_server.py:115",
+        ),
+    ),
+    Conversion(
+        "actor_rollout_ref.rollout.checkpoint_engine",
+        (
+            "verl/workers/engine_workers.py:679",
+            "verl/trainer/ppo/ray_trainer.py:967",
+            "verl/trainer/ppo/v1/trainer_base.py:381",
+            "verl/trainer/ppo/v1/trainer_separate_async.py:165",
+        ),
+    ),
+    Conversion(
+        "actor_rollout_ref.model",
+        (
+            "verl/trainer/main_ppo_v0.py:189",
+            "verl/trainer/ppo/v1/trainer_base.py:703",
+            "verl/workers/engine_workers.py:540",
+            "verl/experimental/agent_loop/agent_loop.py:505",
+            "verl/workers/rollout/base.py:41",
+        ),
+    ),
+    Conversion(
+        "actor_rollout_ref.model",
+        (
+            "verl/workers/rollout/vllm_rollout/vllm_async_server.py:1099",
+            "verl/workers/rollout/sglang_rollout/async_sglang_server.py:165",
+            "verl/workers/rollout/trtllm_rollout/trtllm_async_server.py:116",
+        ),
+        dataclass="verl.workers.config.HFModelConfig",
+    ),
+    Conversion(
+        "critic",
+        (
+            "verl/utils/config.py:189",
+            "verl/trainer/ppo/ray_trainer.py:803",
+            "verl/trainer/ppo/v1/trainer_base.py:266",
+        ),
+        when="critic",
+    ),
+    Conversion(
+        "critic.profiler",
+        ("verl/trainer/ppo/ray_trainer.py:821", "verl/trainer/ppo/v1/trainer_base.py:274"),
+        when="critic, profiler set",
+    ),
+    Conversion(
+        "distillation",
+        (
+            "verl/trainer/ppo/ray_trainer.py:934",
+            "verl/trainer/ppo/v1/trainer_base.py:360",
+            "verl/workers/engine_workers.py:596",
+            "verl/experimental/teacher_loop/teacher_manager.py:87",
+            "verl/experimental/teacher_loop/teacher_model.py:180",
+        ),
+        when="distillation",
+    ),
+    Conversion(
+        "skip",
+        ("verl/utils/skip/skip_manager.py:40",),
+        dataclass="verl.utils.skip.config.SkipManagerConfig",
+    ),
+    Conversion(
+        "trainer.v1.separate_async.hybrid_rollout",
+        ("verl/trainer/ppo/v1/trainer_separate_async.py:86",),
+        when="v1 separate_async trainer",
+    ),
+)
+
+# Call sites of omega_conf_to_dataclass that main_ppo's path does not reach as a conversion of its own.
+ELSEWHERE: dict[str, str] = {
+    **{
+        f"verl/trainer/sft_trainer.py:{line}": "the SFT trainer (verl.trainer.sft_trainer), its own config"
+        for line in (141, 142, 143, 144, 145)
+    },
+    **{
+        f"verl/trainer/sft_trainer_ray.py:{line}": "the SFT trainer on Ray, its own config"
+        for line in (90, 91, 92, 93, 94)
+    },
+    **{
+        f"verl/experimental/fully_async_policy/fully_async_trainer.py:{line}": (
+            "the fully-async recipe's own entry point (fully_async_main); same sections as the rows above"
+        )
+        for line in (88, 220, 256)
+    },
+    **{
+        f"verl/experimental/separation/ray_trainer.py:{line}": (
+            "the separation trainer of the fully-async recipe; same sections as the rows above"
+        )
+        for line in (127, 149, 167)
+    },
+    "verl/workers/config/distillation.py:315": (
+        "inside DistillationConfig.__post_init__: runs as part of the distillation conversion"
+    ),
+    "verl/workers/rollout/vllm_rollout/vllm_async_server.py:187": (
+        "the rollout's profiler tool config, already a dataclass after the rollout conversion"
+    ),
+    "verl/workers/rollout/sglang_rollout/async_sglang_server.py:198": (
+        "the rollout's profiler tool config, already a dataclass after the rollout conversion"
+    ),
+    "verl/workers/rollout/trtllm_rollout/trtllm_async_server.py:507": (
+        "the rollout's profiler tool config, already a dataclass after the rollout conversion"
+    ),
+    "verl/workers/rollout/trtllm_rollout/trtllm_async_server.py:513": (
+        "the rollout's nsys tool config, already a dataclass after the rollout conversion"
+    ),
+}
+
+PROFILER_TOOLS_WITH_CONFIG = ("npu", "nsys", "torch", "torch_memory", "precision_debugger")
+
+
+def call_site_audit(verl_root: Path) -> dict[str, list[str]]:
+    """Every ``omega_conf_to_dataclass(`` call in the installed verl must be a listed mirror or in
+    :data:`ELSEWHERE`, and every listed line must hold such a call. Returns the discrepancies."""
+    found: set[str] = set()
+    for path in sorted(verl_root.rglob("*.py")):
+        relative = f"verl/{path.relative_to(verl_root).as_posix()}"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if "omega_conf_to_dataclass(" in line and not line.lstrip().startswith("def "):
+                found.add(f"{relative}:{number}")
+    listed = {site for conversion in CONVERSIONS for site in conversion.mirrors} | set(ELSEWHERE)
+    return {"unlisted": sorted(found - listed), "stale": sorted(listed - found), "count": [str(len(found))]}
+
+
+# --------------------------------------------------------------------------------------------------
+# Read-back: values verl's objects carry, named by the key that sets them in the role's section.
+# Rows: (role, engines the row applies to, key in the role's section, attribute path on the object).
+# --------------------------------------------------------------------------------------------------
+
+MEGATRON_ENGINE_KEYS = (
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "virtual_pipeline_model_parallel_size",
+    "context_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+    "sequence_parallel",
+    "param_offload",
+    "optimizer_offload",
+    "grad_offload",
+)
+FSDP_ENGINE_KEYS = ("ulysses_sequence_parallel_size", "param_offload", "optimizer_offload", "offload_policy")
+
+
+def _engine_rows(role: str, block: str) -> list[tuple[str, str, str, str]]:
+    megatron = [(role, "megatron", f"megatron.{key}", f"engine.{key}") for key in MEGATRON_ENGINE_KEYS]
+    fsdp = [(role, "fsdp", f"{block}.{key}", f"engine.{key}") for key in FSDP_ENGINE_KEYS]
+    return megatron + fsdp
+
+
+READBACK: tuple[tuple[str, str, str, str], ...] = (
+    *_engine_rows("actor", "fsdp_config"),
+    ("actor", "any", "optim.lr", "optim.lr"),
+    ("actor", "any", "ppo_mini_batch_size", "ppo_mini_batch_size"),
+    ("actor", "any", "ppo_micro_batch_size_per_gpu", "ppo_micro_batch_size_per_gpu"),
+    *_engine_rows("ref", "fsdp_config"),
+    # The engine worker renames the reference policy's log-prob batch keys before converting.
+    ("ref", "any", "log_prob_micro_batch_size_per_gpu", "ppo_micro_batch_size_per_gpu"),
+    *_engine_rows("critic", "fsdp"),
+    ("critic", "any", "optim.lr", "optim.lr"),
+    ("critic", "any", "ppo_micro_batch_size_per_gpu", "ppo_micro_batch_size_per_gpu"),
+    ("critic", "any", "model.use_remove_padding", "model.use_remove_padding"),
+    ("rollout", "any", "tensor_model_parallel_size", "tensor_model_parallel_size"),
+    ("rollout", "any", "log_prob_micro_batch_size_per_gpu", "log_prob_micro_batch_size_per_gpu"),
+    ("rollout", "megatron", "layer_name_map", "layer_name_map"),
+    ("model", "any", "use_remove_padding", "use_remove_padding"),
+    # LoRA as each engine reads it: FSDP from the flat keys, Megatron from the structured block.
+    ("model", "fsdp", "lora.rank", "lora_rank"),
+    ("model", "fsdp", "lora.alpha", "lora_alpha"),
+    ("model", "fsdp", "lora.target_modules", "target_modules"),
+    ("model", "megatron", "lora.rank", "lora.rank"),
+    ("model", "megatron", "lora.alpha", "lora.alpha"),
+    ("model", "megatron", "lora.target_modules", "lora.target_modules"),
+    (
+        "model",
+        "megatron",
+        "override_config.moe_config.freeze_moe_router",
+        "override_config.moe_config.freeze_moe_router",
+    ),
+)
+
+# The conversions whose objects a role's values are read from, first available wins.
+ROLE_CONVERSIONS = {
+    "actor": ("convert actor_rollout_ref.actor",),
+    "ref": ("convert actor_rollout_ref.ref",),
+    "critic": ("convert critic",),
+    "rollout": ("convert actor_rollout_ref.rollout",),
+    "model": ("convert actor_rollout_ref.model", "convert actor_rollout_ref.model as HFModelConfig"),
+}
+
+NO_SUCH_FIELD = "<verl 0.9.1 has no such field>"
+
+
+def read_attribute(obj: Any, path: str) -> Any:
+    """Follow a dotted path through dataclass attributes and dict keys."""
+    for part in path.split("."):
+        if isinstance(obj, dict):
+            if part not in obj:
+                return NO_SUCH_FIELD
+            obj = obj[part]
+        elif hasattr(obj, part):
+            obj = getattr(obj, part)
+        else:
+            return NO_SUCH_FIELD
+    return plain(obj)
+
+
+def plain(value: Any) -> Any:
+    """A JSON value for a leaf verl holds (OmegaConf containers and tuples become lists and dicts)."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if isinstance(value, DictConfig | ListConfig):
+        value = OmegaConf.to_container(value, resolve=True)
+    if isinstance(value, tuple | list):
+        return [plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return f"<{type(value).__name__}>"
+
+
+def engine_family(strategy: Any) -> str:
+    return (
+        "megatron"
+        if strategy == "megatron"
+        else "fsdp"
+        if str(strategy).startswith("fsdp")
+        else str(strategy)
+    )
+
+
+def read_back(objects: dict[str, Any], cfg: Any) -> list[dict[str, Any]]:
+    """The :data:`READBACK` rows for the roles that converted; the engine is the one the config names."""
+    families = {
+        "critic": engine_family(cfg.critic.get("strategy", None)),
+        "other": engine_family(cfg.actor_rollout_ref.actor.get("strategy", None)),
+    }
+    rows = []
+    for role, engines, key, attribute in READBACK:
+        source = next((objects[step] for step in ROLE_CONVERSIONS[role] if step in objects), None)
+        if source is None or engines not in ("any", families["critic" if role == "critic" else "other"]):
+            continue
+        rows.append({"role": role, "key": key, "verl": read_attribute(source, attribute)})
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------
+# Running the steps.
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Normaliser:
+    """Makes error text reproducible: scratch paths replaced by names, addresses and long tails cut."""
+
+    replacements: dict[str, str] = field(default_factory=dict)
+
+    def __call__(self, error: BaseException) -> str:
+        text = f"{type(error).__name__}: {error}"
+        for path, name in sorted(self.replacements.items(), key=lambda item: -len(item[0])):
+            text = text.replace(path, name)
+        text = re.sub(r" at 0x[0-9a-fA-F]+", "", text)
+        text = text.split(" Got config: ", 1)[0]
+        text = " ".join(text.split())
+        return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."
+
+
+@dataclass
+class CaseRun:
+    """The steps of one case, in order, and the objects its conversions built."""
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    objects: dict[str, Any] = field(default_factory=dict)
+
+    def record(self, step: str, status: str, detail: str | None = None) -> None:
+        entry: dict[str, Any] = {"step": step, "status": status}
+        if detail is not None:
+            entry["error" if status == "failed" else "reason"] = detail
+        self.steps.append(entry)
+
+
+def quietly(action: Callable[[], Any]) -> Any:
+    """Run ``action`` with verl's prints and warnings kept out of the results (stdout goes to stderr)."""
+    with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return action()
+
+
+def load_like_hydra(resolved_yaml: Path) -> Any:
+    """resolved.yaml as verl's Hydra entry point hands it to ``main``: a struct-mode DictConfig."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(resolved_yaml)
+    OmegaConf.set_struct(cfg, True)
+    return cfg
+
+
+def select(cfg: Any, path: str) -> Any:
+    node = cfg
+    for part in path.split("."):
+        node = node[part]
+    return node
+
+
+def prepare_ref(cfg: Any) -> Any:
+    """The reference policy's config as ``ActorRolloutRefWorker.init_model`` rebuilds it before converting
+    it (verl/workers/engine_workers.py:545-552): the actor's mini batch, log-prob batch keys renamed."""
+    from omegaconf import open_dict
+
+    actor, ref = cfg.actor_rollout_ref.actor, copy.deepcopy(cfg.actor_rollout_ref.ref)
+    with open_dict(ref):
+        ref.ppo_mini_batch_size = actor.ppo_mini_batch_size
+        ref.ppo_micro_batch_size = ref.pop("log_prob_micro_batch_size", None)
+        ref.ppo_micro_batch_size_per_gpu = ref.pop("log_prob_micro_batch_size_per_gpu", None)
+        ref.use_dynamic_bsz = ref.pop("log_prob_use_dynamic_bsz", False)
+        ref.ppo_max_token_len_per_gpu = ref.pop("log_prob_max_token_len_per_gpu", None)
+    return ref
+
+
+def lora_rank(cfg: Any) -> int:
+    """The LoRA rank verl's trainer decides placement with (main_ppo_v0.py:44-46, trainer_base.py:232-234)."""
+    model = cfg.actor_rollout_ref.model
+    rank = model.get("lora", {}).get("rank", 0)
+    return rank if rank > 0 else model.get("lora_rank", 0)
+
+
+def applies(conversion: Conversion, cfg: Any) -> str | None:
+    """None when verl makes this conversion for ``cfg``; otherwise why it does not."""
+    from verl.trainer.distillation import is_distillation_enabled
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+
+    when = conversion.when
+    if when.startswith("reference policy"):
+        if not need_reference_policy(cfg):
+            return "no reference policy (neither use_kl_loss nor use_kl_in_reward)"
+        if lora_rank(cfg) > 0 or cfg.actor_rollout_ref.model.get("lora_adapter_path") is not None:
+            return "the reference policy is the actor's base model (LoRA)"
+    if when.startswith("critic") and not need_critic(cfg):
+        return "no critic for this algorithm"
+    if when == "distillation" and not is_distillation_enabled(cfg.get("distillation")):
+        return "distillation disabled"
+    if when == "v1 separate_async trainer" and not (
+        cfg.trainer.get("use_v1", False) and cfg.trainer.v1.trainer_mode == "separate_async"
+    ):
+        return "not the v1 separate_async trainer"
+    if when.endswith("profiler set") and not _node(cfg, conversion):
+        return "profiler section empty"
+    if when == "profiler tool with a tool_config":
+        tool = cfg.actor_rollout_ref.actor.get("profiler", {}).get("tool", None)
+        if tool not in PROFILER_TOOLS_WITH_CONFIG:
+            return f"profiler tool {tool!r} has no tool_config"
+    return None
+
+
+def _node(cfg: Any, conversion: Conversion) -> Any:
+    if conversion.prepared:
+        rest = conversion.section.removeprefix("actor_rollout_ref.ref").lstrip(".")
+        return select(prepare_ref(cfg), rest) if rest else prepare_ref(cfg)
+    if conversion.section.endswith(".<tool>"):
+        profiler = cfg.actor_rollout_ref.actor.profiler
+        return profiler.get("tool_config", {}).get(profiler.tool)
+    return select(cfg, conversion.section)
+
+
+def run_conversions(cfg: Any, run: CaseRun, normalise: Normaliser) -> None:
+    from verl.utils.config import omega_conf_to_dataclass
+    from verl.utils.import_utils import load_class_from_fqn
+
+    for conversion in CONVERSIONS:
+        try:
+            skip = quietly(lambda conversion=conversion: applies(conversion, cfg))
+            if skip is not None:
+                run.record(conversion.step, "n/a", skip)
+                continue
+            node = _node(cfg, conversion)
+            target = load_class_from_fqn(conversion.dataclass) if conversion.dataclass else None
+            obj = quietly(
+                lambda node=node, target=target: omega_conf_to_dataclass(node, dataclass_type=target)
+            )
+        except Exception as error:  # noqa: BLE001 - every verl error is a result, reported per step
+            run.record(conversion.step, "failed", normalise(error))
+            continue
+        run.objects.setdefault(conversion.step, obj)
+        run.record(conversion.step, "ok")
+
+
+def run_validate(cfg: Any, run: CaseRun, normalise: Normaliser) -> None:
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    def validate() -> None:
+        validate_config(copy.deepcopy(cfg), need_reference_policy(cfg), need_critic(cfg))
+
+    try:
+        quietly(validate)
+    except Exception as error:  # noqa: BLE001
+        run.record("validate_config", "failed", normalise(error))
+        return
+    run.record("validate_config", "ok")
+
+
+def run_entry_point(argv: list[str], run: CaseRun, normalise: Normaliser) -> Any:
+    """verl's Hydra entry point up to ``run_ppo``; returns the config it built, or None."""
+    from verl_reach_ray import run_until_ray
+
+    try:
+        reached = quietly(lambda: run_until_ray(argv))
+    except BaseException as error:  # noqa: BLE001 - Hydra may exit; that is a result too
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        run.record("entry_point", "failed", normalise(error))
+        return None
+    run.record("entry_point", "ok", None)
+    run.steps[-1]["task_runner"] = reached.task_runner
+    return reached.config
+
+
+def check_case(case: dict[str, Any], normalise: Normaliser, known: list[list[str]]) -> dict[str, Any]:
+    """Our run directory's steps (none when verl_roles refused the overrides), then the control."""
+    run, readback = CaseRun(), []
+    if case.get("run_dir") is not None:
+        run_dir = Path(case["run_dir"])
+        normalise = Normaliser({**normalise.replacements, str(run_dir): "<run dir>"})
+        cfg = check_run_dir(run_dir, run, normalise)
+        readback = [] if cfg is None else read_back(run.objects, cfg)
+    result: dict[str, Any] = {"steps": run.steps, "readback": readback}
+    unknown = any(
+        step["status"] == "failed" and not is_known(case["name"], step, known) for step in run.steps
+    )
+    if case.get("control") == "always" or (case.get("control") == "on unknown failure" and unknown):
+        result["control"] = check_control(case["control_overrides"], normalise)
+    return result
+
+
+def is_known(case: str, step: dict[str, Any], known: list[list[str]]) -> bool:
+    """Whether a known-failure row of the caller (case glob, step glob, error text) explains a failed step."""
+    return any(
+        fnmatch.fnmatchcase(case, cases)
+        and fnmatch.fnmatchcase(step["step"], steps)
+        and error in step["error"]
+        for cases, steps, error in known
+    )
+
+
+def check_run_dir(run_dir: Path, run: CaseRun, normalise: Normaliser) -> Any:
+    """Steps 1-3 on a run directory; returns resolved.yaml as loaded (None if it does not load)."""
+    try:
+        cfg = load_like_hydra(run_dir / "resolved.yaml")
+    except Exception as error:  # noqa: BLE001
+        run.record("load resolved.yaml", "failed", normalise(error))
+        return None
+    run_validate(cfg, run, normalise)
+    run_conversions(cfg, run, normalise)
+    run_entry_point(["--config-path", str(run_dir), "--config-name", "resolved"], run, normalise)
+    return cfg
+
+
+def check_control(overrides: list[str], normalise: Normaliser) -> dict[str, Any]:
+    """The same overrides through verl's own config tree and entry point, then its conversions."""
+    run = CaseRun()
+    cfg = run_entry_point(list(overrides), run, normalise)
+    if cfg is not None:
+        from omegaconf import OmegaConf
+
+        # As both task runners do before building workers (main_ppo_v0.py:166, main_ppo.py:145).
+        OmegaConf.resolve(cfg)
+        run_conversions(cfg, run, normalise)
+    return {"steps": run.steps}
+
+
+@contextlib.contextmanager
+def working_directory(path: Path) -> Iterator[None]:
+    """Hydra writes its outputs/ folder into the working directory: keep it in the scratch folder."""
+    path.mkdir(parents=True, exist_ok=True)
+    saved = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
+
+
+def main(manifest_path: str, results_path: str) -> int:
+    """Check every case of the manifest; with no ``cases`` there, read them from stdin, one JSON object
+    a line, as the caller composes them (verl is imported and the first cases checked meanwhile)."""
+    manifest = json.loads(Path(manifest_path).read_text(encoding="utf-8"))
+    model_dir, work_dir = Path(manifest["model_dir"]), Path(manifest["work_dir"])
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import verl
+
+    build_tiny_model(model_dir)
+    verl_root = Path(verl.__file__).resolve().parent
+    normalise = Normaliser({str(model_dir): "<model>", str(work_dir): "<work>", str(verl_root): "<verl>"})
+    results: dict[str, Any] = {"verl_version": verl.__version__, "call_sites": call_site_audit(verl_root)}
+    check = functools.partial(
+        check_case_safely, normalise=normalise, known=manifest.get("known_failures", [])
+    )
+    cases = (
+        manifest["cases"] if "cases" in manifest else (json.loads(line) for line in sys.stdin if line.strip())
+    )
+    names: list[str] = []
+
+    def named(items: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for case in items:
+            names.append(case["name"])
+            yield case
+
+    with working_directory(work_dir / "hydra_cwd"):
+        if int(manifest.get("jobs", 1)) > 1:
+            # Forked after verl is imported, so each worker starts warm; imap keeps the input order.
+            import multiprocessing
+
+            with multiprocessing.get_context("fork").Pool(int(manifest["jobs"])) as pool:
+                outcomes = list(pool.imap(check, named(cases), chunksize=1))
+        else:
+            outcomes = [check(case) for case in named(cases)]
+    results["cases"] = dict(zip(names, outcomes, strict=True))
+    Path(results_path).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return 0
+
+
+def check_case_safely(case: dict[str, Any], normalise: Normaliser, known: list[list[str]]) -> dict[str, Any]:
+    try:
+        return check_case(case, normalise, known)
+    except Exception:  # noqa: BLE001 - a driver bug must not hide the other cases
+        return {"driver_error": traceback.format_exc()}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--build-model"]:
+        build_tiny_model(Path(sys.argv[2]))  # for tests that run verl themselves (tests/test_launch.py)
+        sys.exit(0)
+    sys.exit(main(*sys.argv[1:3]))

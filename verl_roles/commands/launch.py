@@ -1,0 +1,237 @@
+"""``verl-roles launch``: write a run directory exactly as the main job does, then train on it with verl.
+
+The run directory is composed, validated and written by the main job's own code (same overrides, same
+files, same errors); then verl's trainer runs in a child process on the ``resolved.yaml`` it holds:
+
+    PYTHON -m verl.trainer.main_ppo --config-path RUN_DIR --config-name resolved hydra.run.dir=RUN_DIR/verl
+
+and its exit code is ours. ``hydra.run.dir`` only keeps verl's own Hydra log and ``.hydra/`` folder in
+a subfolder of the run directory (verl would otherwise write them under ``outputs/`` too, where a run
+started in the same second would share our folder); it changes nothing in the config.
+
+Before anything is written, the chosen Python (``--verl-python``, default: this one) is asked whether
+it has verl and which version: none stops the launch with the way to install it; a version other than
+the one we write configs for (:data:`VERL_TARGET_VERSION`) is a warning naming both. An invalid config
+stops the launch with the main job's error: nothing written, nothing started. ``--run-dir DIR`` skips
+composing and trains on a run directory written before, e.g. by one job of a sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verl_roles.verl_target import VERL_TARGET_VERSION, install_hint
+
+TRAINER_MODULE = "verl.trainer.main_ppo"
+EXIT_USAGE = 2
+
+USAGE = f"""\
+usage: verl-roles launch [--verl-python PYTHON] [--trainer-module MODULE] [hydra overrides...]
+       verl-roles launch [--verl-python PYTHON] [--trainer-module MODULE] --run-dir DIR
+
+Compose, validate and write a run directory exactly as `python -m verl_roles.main [overrides]`, then
+run verl's trainer on its resolved.yaml and exit with the trainer's exit code:
+  PYTHON -m {TRAINER_MODULE} --config-path RUN_DIR --config-name resolved hydra.run.dir=RUN_DIR/verl
+
+options:
+  --verl-python PYTHON     the Python that has verl=={VERL_TARGET_VERSION} (default: this one)
+  --trainer-module MODULE  verl's entry point to run (default: {TRAINER_MODULE})
+  --run-dir DIR            train on a run directory written before (e.g. one job of a sweep)
+
+An invalid config writes nothing and starts nothing. A sweep (-m) is composed with
+`python -m verl_roles.main -m ...`; then launch each job with `verl-roles launch --run-dir JOB_DIR`."""
+
+# Asked of the chosen Python: is verl importable, and which version is installed (without importing
+# verl, which takes seconds).
+PROBE = """\
+import importlib.metadata, importlib.util, json
+found = importlib.util.find_spec("verl") is not None
+try:
+    version = importlib.metadata.version("verl")
+except importlib.metadata.PackageNotFoundError:
+    version = None
+print(json.dumps({"found": found, "version": version}))
+"""
+
+
+@dataclass
+class LaunchOptions:
+    verl_python: str = sys.executable
+    trainer_module: str = TRAINER_MODULE
+    run_dir: Path | None = None
+    overrides: list[str] = field(default_factory=list)
+    show_help: bool = False
+
+
+class UsageError(Exception):
+    """A launch option is missing its value or used wrongly; the message is the paragraph to print."""
+
+
+@dataclass(frozen=True)
+class VerlProbe:
+    found: bool
+    version: str | None
+
+
+OPTIONS = {"--verl-python": "verl_python", "--trainer-module": "trainer_module", "--run-dir": "run_dir"}
+
+
+def parse(args: list[str]) -> LaunchOptions:
+    """Launch's own options, in any position; everything else is the main job's command line."""
+    options, index = LaunchOptions(), 0
+    while index < len(args):
+        arg = args[index]
+        name, has_value, value = arg.partition("=")
+        if arg in ("-h", "--help"):
+            options.show_help = True
+        elif name in OPTIONS:
+            if not has_value:
+                if index + 1 >= len(args):
+                    raise UsageError(
+                        f"{name} needs a value. Fix: write `{name} VALUE` (`verl-roles launch --help`)."
+                    )
+                index, value = index + 1, args[index + 1]
+            setattr(options, OPTIONS[name], Path(value) if name == "--run-dir" else value)
+        else:
+            options.overrides.append(arg)
+        index += 1
+    if options.run_dir is not None and options.overrides:
+        raise UsageError(
+            f"--run-dir trains on a run directory written before, so the overrides "
+            f"({' '.join(options.overrides)}) would be ignored. Fix: drop them, or compose a new run "
+            "directory without --run-dir."
+        )
+    return options
+
+
+def probe_verl(python: str) -> VerlProbe | None:
+    """What ``python`` has of verl; None when ``python`` cannot be run at all."""
+    try:
+        result = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0:
+        return None
+    answer = json.loads(result.stdout.strip().splitlines()[-1])
+    return VerlProbe(found=bool(answer["found"]), version=answer["version"])
+
+
+def not_installed(python: str, probe: VerlProbe | None) -> str:
+    where = f"the Python at {python}" if probe is not None else f"{python} (it could not be run)"
+    return (
+        f"verl_roles error: verl is not installed for {where}, and `verl-roles launch` trains with verl's "
+        f"trainer. Fix: {install_hint()}. Nothing was written and nothing was started."
+    )
+
+
+def version_warning(python: str, version: str | None) -> str | None:
+    if version == VERL_TARGET_VERSION:
+        return None
+    installed = f"verl {version}" if version else "a verl whose version is not recorded (no package metadata)"
+    return (
+        f"verl_roles warning: {python} has {installed}, but verl_roles writes configs for verl "
+        f"{VERL_TARGET_VERSION}. The launch goes ahead; if verl refuses the config, install "
+        f'verl=={VERL_TARGET_VERSION} (`pip install "verl_roles[verl]"`) or a verl_roles release made for '
+        f"{version}."
+    )
+
+
+def write_run_dir(overrides: list[str]) -> tuple[int, Path | None]:
+    """The main job on ``overrides``: (its exit code, the run directory it wrote or None).
+
+    The config is composed and validated once first, through the API: the main job, being a Hydra app,
+    creates its output folder (with Hydra's ``.hydra/``) before it can refuse a config, and an invalid
+    config must leave nothing behind."""
+    from verl_roles.commands.main import run_main_job
+    from verl_roles.commands.reporting import run_reporting_errors
+
+    code = run_reporting_errors(lambda: check_before_writing(list(overrides)), list(overrides))
+    if code:
+        return code, None
+    code, run_dirs = run_main_job(list(overrides))
+    return code, (run_dirs[0] if code == 0 and run_dirs else None)
+
+
+def check_before_writing(overrides: list[str]) -> None:
+    """Raise the main job's ConfigError for an invalid command line or config; refuse a sweep."""
+    from verl_roles.api import compose
+    from verl_roles.cmdline import CommandLine
+    from verl_roles.errors import ConfigError, Problem
+    from verl_roles.notices import ConfigWarning
+
+    command = CommandLine.parse(overrides)
+    if command.is_multirun:
+        raise ConfigError(
+            [
+                Problem(
+                    key="-m",
+                    message="`verl-roles launch` starts one training run, and -m asks for a sweep",
+                    fix="compose the sweep with `python -m verl_roles.main -m ...`, then train each job "
+                    "with `verl-roles launch --run-dir JOB_DIR` (README: Train with verl)",
+                )
+            ]
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigWarning)  # the main job prints them, once
+        compose(command.texts(), command.config_name, command.config_dir)
+
+
+def trainer_command(options: LaunchOptions, run_dir: Path) -> list[str]:
+    run_dir = run_dir.resolve()
+    return [
+        options.verl_python,
+        "-m",
+        options.trainer_module,
+        "--config-path",
+        str(run_dir),
+        "--config-name",
+        "resolved",
+        f"hydra.run.dir={run_dir / 'verl'}",
+    ]
+
+
+def exit_code_of(returncode: int) -> int:
+    """A child killed by signal N exits as a shell reports it, 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run(args: list[str]) -> int:
+    """Entry point of ``verl-roles launch``; returns the exit code."""
+    try:
+        options = parse(list(args))
+    except UsageError as error:
+        print(f"verl_roles error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if options.show_help:
+        print(USAGE)
+        return 0
+    probe = probe_verl(options.verl_python)
+    if probe is None or not probe.found:
+        print(not_installed(options.verl_python, probe), file=sys.stderr)
+        return EXIT_USAGE
+    warning = version_warning(options.verl_python, probe.version)
+    if warning:
+        print(warning, file=sys.stderr)
+    if options.run_dir is not None:
+        run_dir = options.run_dir
+        if not (run_dir / "resolved.yaml").is_file():
+            print(
+                f"verl_roles error: --run-dir {run_dir}: no resolved.yaml there. Fix: pass a folder "
+                "written by `python -m verl_roles.main` (or by one job of its sweep).",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+    else:
+        code, written = write_run_dir(options.overrides)
+        if code or written is None:
+            return code  # an invalid config (nothing written), or e.g. --cfg job (nothing to train)
+        run_dir = written
+    command = trainer_command(options, run_dir)
+    print(f"verl_roles: starting verl: {shlex.join(command)}", flush=True)
+    return exit_code_of(subprocess.run(command).returncode)
