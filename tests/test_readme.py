@@ -22,7 +22,10 @@ MAIN_PROGRAMS = ("verl-roles-main",)
 CLI_PROGRAM = "verl-roles"
 
 # Lines the test cannot run here, and why.
-CANNOT_RUN = {"hydra/launcher=submitit_slurm": "needs a SLURM cluster"}
+CANNOT_RUN = {
+    "hydra/launcher=submitit_slurm": "needs a SLURM cluster",
+    "launch": "starts verl's trainer (tests/test_launch.py covers the command with a stand-in trainer)",
+}
 
 # Flags that configure Hydra's logging for the whole process: such examples run as a subprocess.
 SUBPROCESS_FLAGS = {
@@ -134,7 +137,7 @@ def example_files() -> dict[str, str]:
         "myconf/role/critic/high_lr.yaml": _readme_block_starting_with("# @package critic"),
         "megatron_ppo.yaml": _readme_block_starting_with("megatron:"),
         # Stacked with high_lr in the README; any option of the critic will do.
-        "myconf/role/critic/offload.yaml": "# @package critic\nmegatron:\n  grad_offload: true\n",
+        "myconf/role/critic/offload.yaml": "# @package critic\nmegatron:\n  optimizer_offload: true\n",
         # explain's documented chain: lora_rank 8 from myconf: legacy_run.yaml.
         "myconf/legacy_run.yaml": "defaults:\n  - ppo_trainer\n  - _self_\n"
         "actor_rollout_ref:\n  model:\n    lora_rank: 8\n",
