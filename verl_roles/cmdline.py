@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -184,11 +184,17 @@ def _lexical_parts(text: str) -> tuple[OverrideType, str, str | None]:
     return kind, key, package or None
 
 
+@cache
+def _parser() -> OverridesParser:
+    """Hydra's override parser (it keeps no state between parses)."""
+    return OverridesParser.create()
+
+
 @lru_cache(maxsize=4096)
 def hydra_parse(text: str) -> HydraOverride:
     """Hydra's parse of one override, memoized per process (the same text parses the same way; the
     result is only read, by us and by Hydra's composition). Raises Hydra's ``OverrideParseException``."""
-    (parsed,) = OverridesParser.create().parse_overrides([text])
+    (parsed,) = _parser().parse_overrides([text])
     return parsed
 
 

@@ -150,10 +150,13 @@ class ConfigTree:
         return self._groups
 
     def is_group(self, name: str) -> bool:
-        """True when ``name`` is a config group: Hydra's ``group_exists`` on this search path."""
-        if name in self._groups:
-            return True
-        return name.partition("/")[0] == "hydra" and name in self._hydra_groups
+        """True when ``name`` is a config group: Hydra's ``group_exists`` on this search path (a
+        directory of that name under a source; asked for every override, so no walk of the tree)."""
+        if name.partition("/")[0] == "hydra":
+            return name in self._hydra_groups
+        if not name or name.startswith("/") or ".." in name.split("/"):
+            return False
+        return any(os.path.isdir(os.path.join(top, name)) for top in self.directories)
 
     def selectable_groups(self) -> dict[str, list[str]]:
         """The groups a user picks an option of, with their options: the engine and role groups
