@@ -18,7 +18,9 @@ Prints, each as a ratio to its reference where the issue sets a target:
 - with ``--verl-python PYTHON`` (a Python where verl is installed, e.g. a venv with ``verl==0.9.1``): verl's
   own compose + resolve of its ``ppo_trainer`` (``model_engine=megatron``, different overrides each
   call), timed in-process in a child process of that Python, and our in-process compose as a ratio of it
-  (target <= 0.15x).
+  (target <= 0.15x); and, next to the CLI, a plain Hydra app over verl's own config tree (compose and
+  resolve ``ppo_trainer`` with ``model_engine=megatron``, verl not imported) as a fresh process of that
+  Python (target: ours about 0.6x of it).
 
 Child processes run as on a user's machine: with a bytecode cache (``PYTHONPYCACHEPREFIX`` in the
 benchmark's temporary folder, even where ``PYTHONDONTWRITEBYTECODE=1`` is set, as in some sandboxes;
@@ -55,6 +57,29 @@ from omegaconf import DictConfig
 @hydra.main(version_base=None, config_path=".", config_name="config")
 def app(cfg: DictConfig) -> None:
     print(f"hello {cfg.name}")
+
+
+if __name__ == "__main__":
+    app()
+'''
+
+# A plain Hydra app over verl's own config tree, run by the --verl-python Python: what starting a
+# trainer with verl's configs costs in Hydra alone (compose and resolve; verl itself is not imported,
+# only its config folder is found).
+VERL_TREE_APP = '''
+import importlib.util
+import os
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+(VERL_DIR,) = importlib.util.find_spec("verl").submodule_search_locations
+CONFIG_DIR = os.path.join(VERL_DIR, "trainer", "config")
+
+
+@hydra.main(version_base=None, config_path=CONFIG_DIR, config_name="ppo_trainer")
+def app(cfg: DictConfig) -> None:
+    OmegaConf.resolve(cfg)
 
 
 if __name__ == "__main__":
@@ -104,7 +129,7 @@ def row(label: str, value: str, note: str = "") -> None:
 # --- CLI end to end -------------------------------------------------------------------------------
 
 
-def bench_cli(work: Path, repeats: int) -> None:
+def bench_cli(work: Path, repeats: int, verl_python: str | None) -> None:
     print("CLI end to end (fresh process each, median of", repeats, "runs after one warm-up run each)")
     hello = work / "hello"
     hello.mkdir()
@@ -121,6 +146,13 @@ def bench_cli(work: Path, repeats: int) -> None:
         "ours": ours("o"),
         "stock": ours("s", VERL_ROLES_NO_CACHE="1"),
     }
+    if verl_python:
+        (work / "verl_tree_app.py").write_text(textwrap.dedent(VERL_TREE_APP), encoding="utf-8")
+        commands["verl_tree"] = (
+            [verl_python, str(work / "verl_tree_app.py"), "model_engine=megatron",
+             "actor_rollout_ref.rollout.name=vllm", f"hydra.run.dir={work / 'v'}"],
+            child_env(),
+        )
     for args, env in commands.values():  # fills the bytecode cache
         run_process(args, work, env)
     samples: dict[str, list[float]] = {name: [] for name in commands}
@@ -135,6 +167,10 @@ def bench_cli(work: Path, repeats: int) -> None:
         f"ratio {ours_ms / hello_ms:.2f}x")
     row("  same, stock Hydra loader (VERL_ROLES_NO_CACHE=1)", f"{stock_ms:.0f} ms",
         f"ratio {stock_ms / hello_ms:.2f}x")
+    if verl_python:
+        verl_tree_ms = median_ms(samples["verl_tree"])
+        row("plain Hydra app composing verl's own tree (megatron)", f"{verl_tree_ms:.0f} ms")
+        row("  verl_roles.main / that app", f"{ours_ms / verl_tree_ms:.2f}x", "target about 0.6x")
 
 
 # --- in-process compose ---------------------------------------------------------------------------
@@ -318,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             CHILD_SETTINGS["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
         inherited = f"inherited (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})"
         print("bytecode:", inherited if args.inherit_bytecode_settings else "children keep a bytecode cache")
-        bench_cli(work, cli_repeats)
+        bench_cli(work, cli_repeats, args.verl_python)
         compose_ms = bench_compose(repeats)
         if args.verl_python:
             bench_verl_reference(args.verl_python, repeats, compose_ms)
