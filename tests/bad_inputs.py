@@ -54,9 +54,10 @@ class Case:
 
     ``program``: ``main`` (``python -m verl_roles.main``), ``verl-roles`` or ``snapshot-script``.
     ``runner``: ``in-process`` or ``subprocess``. ``fault``: a condition set up around the run
-    (``read-only``, ``full-disk``, ``file-size-limit``). ``files``: relative path -> text (``str``),
-    raw bytes, or :data:`FOLDER`, written into the case's folder first. ``setup`` names a change to
-    the checkout copy the snapshot script runs on.
+    (``read-only``, ``full-disk``, ``file-size-limit``, ``unreadable``: the paths of ``unreadable``
+    lose every permission, and a root process also its power to ignore them). ``files``: relative
+    path -> text (``str``), raw bytes, or :data:`FOLDER`, written into the case's folder first.
+    ``setup`` names a change to the checkout copy the snapshot script runs on.
     """
 
     id: str
@@ -69,6 +70,7 @@ class Case:
     fault: str = ""
     code: int = 2
     setup: str = ""
+    unreadable: tuple[str, ...] = ()
 
     def api_overrides(self) -> tuple[str, list[str], str | None] | None:
         """(config name, overrides, config dir) when the Python API can compose this case, else None."""
@@ -142,6 +144,14 @@ def output(id: str, *args: str, named: str | tuple[str, ...], **extra) -> Case:
     return _case("output", id, *args, named=named, **extra)
 
 
+def unreadable(id: str, *args: str, paths: tuple[str, ...], named: str | tuple[str, ...], files: dict,
+               program: str = "main") -> Case:
+    """An input this user may not read (a --config-dir, one of its group folders, an option or slime
+    file): ``paths`` lose every permission for the run."""
+    return _case("unreadable", id, *args, named=named, files=files, program=program, fault="unreadable",
+                 unreadable=paths)
+
+
 # A file's content that makes it a folder instead.
 FOLDER = None
 # Contents that make the file a FIFO, or a symlink to an endless device.
@@ -157,6 +167,7 @@ DEEP_BLOCK = "".join(f"{'  ' * i}k{i}:\n" for i in range(3000)) + f"{'  ' * 3000
 BIG_SCALAR = "optim:\n  lr: 1.0e-05\nblob: " + "x" * 3_000_000 + "\n"
 MANY_KEYS = "".join(f"key_{i}: {i}\n" for i in range(200_000))
 SLIME_HEAD = "megatron:\n  - role: actor\n    overrides:\n"
+USER_CRITIC_OPTION = "# @package critic\noptim:\n  lr: 2.0e-05\n"
 
 
 def _slime_values(**values: str) -> str:
@@ -261,6 +272,13 @@ CASES: tuple[Case, ...] = (
     override("launcher-target", "hydra.launcher._target_=shutil.rmtree"),
     override("search-path-to-hydra-config", "hydra.searchpath=[file://{d}/conf]", "hydra/launcher=bad",
              named="bad.yaml", files={"conf/hydra/launcher/bad.yaml": "_target_: shutil.rmtree\n"}),
+    # A key through a list by a name or a missing position (OmegaConf raised a bare ValueError; the
+    # first was found by benchmarks/fuzz_long.py).
+    override("name-inside-a-list", "trainer.logger.extra=1", named=("trainer.logger.extra", "is a list")),
+    override("position-past-a-list", "trainer.logger.5=1", named=("trainer.logger.5", "items 0 to 1")),
+    override("name-inside-a-list-set-empty", "actor_critic_same_topology=[]",
+             "actor_critic_same_topology.extra=null", named=("actor_critic_same_topology.extra", "no items")),
+    sweep("name-inside-a-list", "trainer.logger.extra=1,2", named="trainer.logger.extra"),
 
     # --- option files under --config-dir ---------------------------------------------------------
     option_file("non-utf8", NON_UTF8),
@@ -431,6 +449,20 @@ CASES: tuple[Case, ...] = (
     output("run-dir-under-a-file", "hydra.run.dir={d}/file.txt/run", named="file.txt",
            files={"file.txt": "x\n"}),
     output("run-dir-is-a-file", "hydra.run.dir={d}/run", named="/run", files={"run": "x\n"}),
+
+    # --- inputs this user may not read -----------------------------------------------------------
+    # Hydra skips a folder it cannot list without a word (exit 0 without the user's options, or "no
+    # option"); a group folder it cannot enter was a traceback of every command.
+    unreadable("config-dir", "--config-dir", "{d}/conf", paths=("conf",), named=("--config-dir", "conf"),
+               files={"conf/role/critic/mine.yaml": USER_CRITIC_OPTION}),
+    unreadable("group-folder", "show", "--config-dir", "{d}/conf", "role/critic=mine", program="verl-roles",
+               paths=("conf/role/critic",), named=("--config-dir", "role/critic"),
+               files={"conf/role/critic/mine.yaml": USER_CRITIC_OPTION}),
+    unreadable("option-file", "--config-dir", "{d}/conf", "role/critic=mine",
+               paths=("conf/role/critic/mine.yaml",), named="mine.yaml",
+               files={"conf/role/critic/mine.yaml": USER_CRITIC_OPTION}),
+    unreadable("slime-file", MEGATRON, "megatron_config_path={d}/slime.yaml", paths=("slime.yaml",),
+               named="slime.yaml", files={"slime.yaml": SLIME_HEAD + "      lr: 2.0e-05\n"}),
 )
 
 # The same inputs as a user types them in a shell, in a real process (exit code, stderr, no traceback).
@@ -665,6 +697,20 @@ def _command(case: Case, folder: Path) -> list[str]:
     return ["bash", str(folder / "checkout" / "scripts" / "generate_trainer_config.sh"), *argv]
 
 
+# Root reads any file; without these two capabilities it meets permissions as their owner does.
+WITHOUT_ROOTS_READ_POWER = ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
+
+
+def unreadable_works() -> bool:
+    """True when a run can be denied a file: not root, or root with ``setpriv`` to drop its power."""
+    if os.geteuid() != 0:
+        return True
+    if shutil.which("setpriv") is None:
+        return False
+    probe = subprocess.run([*WITHOUT_ROOTS_READ_POWER, "true"], capture_output=True)
+    return probe.returncode == 0
+
+
 def unshare_works() -> bool:
     """True when this machine lets a process mount in its own user namespace (read-only and tiny
     file systems for the fault cases)."""
@@ -698,12 +744,19 @@ def _run_subprocess(case: Case, folder: Path) -> Outcome:
             command = ["unshare", "-rm", "sh", "-c", script, "sh", *command]
     elif case.fault == "file-size-limit":
         preexec = _limit_file_size
+    elif case.fault == "unreadable":
+        for path in case.unreadable:
+            os.chmod(folder / path, 0)
+        if os.geteuid() == 0:
+            command = [*WITHOUT_ROOTS_READ_POWER, *command]
     try:
         result = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300,
                                 preexec_fn=preexec)
     finally:
         if case.fault == "read-only" and os.geteuid() != 0:
             os.chmod(folder / RUN_DIR, 0o755)
+        for path in case.unreadable:
+            os.chmod(folder / path, 0o755)
     return Outcome(code=result.returncode, output=result.stdout + result.stderr)
 
 

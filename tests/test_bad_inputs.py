@@ -15,6 +15,7 @@ from bad_inputs import (
     Case,
     run_api_case,
     run_case,
+    unreadable_works,
     unshare_works,
     verdict,
 )
@@ -37,6 +38,8 @@ def _skip_without_fault_support(case: Case) -> None:
     needs_unshare = case.fault in NEEDS_UNSHARE or (case.fault == "read-only" and _is_root())
     if needs_unshare and not unshare_works():
         pytest.skip("needs `unshare -rm` (a private mount namespace) to simulate this fault")
+    if case.fault == "unreadable" and not unreadable_works():
+        pytest.skip("root without `setpriv` reads every file")
 
 
 def _is_root() -> bool:

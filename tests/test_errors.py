@@ -92,6 +92,26 @@ CASES: list[tuple[str, list[str], list[str]]] = [
         ],
     ),
     (
+        # A path missing its first sections: every key that ends with it, never another role's key.
+        "did-you-mean-a-shortened-path",
+        ["actor.optim.lr=1e-6"],
+        ["did you mean `actor_rollout_ref.actor.optim.lr`? Write `actor_rollout_ref.actor.optim.lr=1e-06`"],
+    ),
+    (
+        # The issue's case as typed: no top-level optim; both roles' learning rates are offered.
+        "did-you-mean-each-roles-key",
+        ["optim.learning_rate=1e-6"],
+        [
+            "did you mean one of these keys? Write `actor_rollout_ref.actor.optim.lr=1e-06` or "
+            "`critic.optim.lr=1e-06`; if you mean to add a new key, write `+optim.learning_rate=1e-06`",
+        ],
+    ),
+    (
+        "did-you-mean-the-sections-left-out",
+        ["rollout.n=4"],
+        ["did you mean one of these keys? Write `actor_rollout_ref.rollout.n=4` or"],
+    ),
+    (
         "did-you-mean-in-another-section",
         ["actor_rollout_ref.optim.lr=1e-6"],
         ["did you mean `actor_rollout_ref.actor.optim.lr`?"],
@@ -195,6 +215,10 @@ CASES: list[tuple[str, list[str], list[str]]] = [
 # another type, an internal group).
 NEVER_SUGGESTED: list[tuple[list[str], list[str]]] = [
     (["actor_rollout_ref.actor.optim.learning_rate=1e-6"], ["clip_grad"]),
+    (["optim.learning_rate=1e-6"], ["clip_grad"]),
+    # The actor's key typed without its first section is never answered with the critic's.
+    (["actor.optim.lr=1e-6"], ["`critic.optim.lr"]),
+    (["ref.log_prob_micro_batch_size_per_gpu=4"], ["`critic."]),
     (["actor=megatron"], ["did you mean `actor`", "Write `actor=megatron`"]),
     (["actor_rollout_ref.actor.optim.lrr=abc"], ["did you mean"]),  # lr takes a number, not 'abc'
     (["model_enginez=megatron"], ["`actor`", "`engine`", "`optim`"]),

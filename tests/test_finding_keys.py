@@ -4,6 +4,8 @@ completion through the `verl-roles-main` console script."""
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -133,25 +135,32 @@ def console_script(name: str) -> Path:
 
 
 def test_shell_completion_through_the_console_script(tmp_path: Path):
+    """As the README says: `eval "$(verl-roles-main -sc install=bash)"` in bash, then TAB. Bash calls the
+    installed completion function with the line typed; here a bash session calls it the same way."""
     main_script = console_script("verl-roles-main")
-    install = subprocess.run([str(main_script), "-sc", "install=bash"], cwd=tmp_path, env=cli_env(),
-                             capture_output=True, text=True, timeout=120)
-    assert install.returncode == 0, install.stderr
-    assert install.stdout.rstrip().endswith("-F hydra_bash_completion verl-roles-main")
-
-    def complete(line: str) -> list[str]:
-        env = {**cli_env(), "COMP_LINE": line, "COMP_POINT": str(len(line))}
-        query = subprocess.run([str(main_script), "-sc", "query=bash"], cwd=tmp_path, env=env,
-                               capture_output=True, text=True, timeout=120)
-        assert query.returncode == 0, query.stderr
-        return query.stdout.split()
-
-    top = complete("verl-roles-main ")
-    assert {"model_engine=", "role/", "trainer.", "hydra/"} <= set(top) | {"hydra/"}
-    assert not {"actor=", "engine=", "lora=", "optim="} & set(top)
-    options = sorted([*ENGINES, *ENGINE_ALIASES])
-    assert complete("verl-roles-main model_engine=") == [f"model_engine={option}" for option in options]
-    assert complete("verl-roles-main model_engine=megatron megatron.tensor_m") == [
-        "megatron.tensor_model_parallel_size="
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not installed")
+    lines = [
+        "verl-roles-main ",
+        "verl-roles-main model_engine=",
+        "verl-roles-main model_engine=megatron megatron.tensor_m",
     ]
+    session = ['eval "$(verl-roles-main -sc install=bash)"', "complete -p verl-roles-main"]
+    for line in lines:
+        session += [
+            f"COMP_LINE={shlex.quote(line)}; COMP_POINT=${{#COMP_LINE}}; words=($COMP_LINE)",
+            '[ "${COMP_LINE: -1}" = " " ] && COMP_CWORD=${#words[@]} || COMP_CWORD=$((${#words[@]} - 1))',
+            'COMPREPLY=(); hydra_bash_completion; echo "${COMPREPLY[*]}"',
+        ]
+    env = {**cli_env(), "PATH": f"{main_script.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run(["bash", "--norc", "--noprofile", "-c", "\n".join(session)], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    registered, top, engines, key = result.stdout.splitlines()
+    assert registered.endswith("-F hydra_bash_completion verl-roles-main")
+    assert {"model_engine=", "role/", "trainer."} <= set(top.split())
+    assert not {"actor=", "engine=", "lora=", "optim="} & set(top.split())
+    options = sorted([*ENGINES, *ENGINE_ALIASES])
+    assert engines.split() == [f"model_engine={option}" for option in options]
+    assert key.split() == ["megatron.tensor_model_parallel_size="]
     assert os.access(main_script, os.X_OK)

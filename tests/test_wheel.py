@@ -136,3 +136,31 @@ def test_editable_install_runs_from_the_checkouts_parent_folder(tmp_path: Path):
         result = _python(args, tmp_path, [clone])
         assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result.stderr)
     assert "model_engine: megatron" in (tmp_path / "run" / "resolved.yaml").read_text()
+
+
+def test_an_editable_install_of_this_checkout_runs_inside_it_without_a_notice():
+    # `pip install -e .` leaves verl_roles.egg-info in the checkout, which Python finds first inside
+    # it: that is the checkout's own build metadata, not another installed copy.
+    from importlib import metadata
+
+    from verl_roles.installation import _installed_source
+
+    folder, editable = _installed_source(metadata.Distribution.at(_site_dist_info()))
+    if not (editable and folder == REPO.resolve()):
+        pytest.skip("the suite does not run from an editable install of this checkout")
+    if not (REPO / "verl_roles.egg-info" / "PKG-INFO").is_file():
+        pytest.skip("the editable install left no verl_roles.egg-info in the checkout")
+    result = subprocess.run([sys.executable, "-m", "verl_roles.main", "--help"], cwd=REPO, env=cli_env(),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "verl_roles warning" not in result.stderr, result.stderr
+
+
+def _site_dist_info() -> Path:
+    """The dist-info folder of the verl_roles installed in this Python's site-packages."""
+    import sysconfig
+
+    found = sorted(Path(sysconfig.get_paths()["purelib"]).glob("verl_roles-*.dist-info"))
+    if not found:
+        pytest.skip("verl_roles is not installed in this Python")
+    return found[0]

@@ -104,7 +104,8 @@ def is_internal_group(name: str) -> bool:
 
 def config_dir_path(typed: str) -> str:
     """The absolute path of a user's ``--config-dir`` as typed; a :class:`ConfigError` when it is not
-    a directory."""
+    a directory, or when it or one of its group folders cannot be read (Hydra would skip such a folder
+    without a word, and a role option in it would silently not apply)."""
     path = os.path.abspath(os.path.expanduser(typed))
     if not os.path.isdir(path):
         raise ConfigError(
@@ -116,7 +117,38 @@ def config_dir_path(typed: str) -> str:
                 )
             ]
         )
+    unreadable = _unreadable_folder(path)
+    if unreadable is not None:
+        where = typed if unreadable == path else f"{os.path.relpath(unreadable, path)} in {typed!r}"
+        raise ConfigError(
+            [
+                Problem(
+                    key="--config-dir",
+                    message=f"the folder {where} cannot be read (permission denied), so its config files "
+                    "would not be found",
+                    fix=f"make it readable (`chmod -R u+rX {unreadable}`), or pass another directory",
+                )
+            ]
+        )
     return path
+
+
+# How deep under a --config-dir folders are checked: group folders such as role/critic.
+_CHECKED_DEPTH = 2
+
+
+def _unreadable_folder(path: str, depth: int = 0) -> str | None:
+    """``path`` or the first folder under it (down to group folders) this process cannot list and enter."""
+    if not os.access(path, os.R_OK | os.X_OK):
+        return path
+    if depth >= _CHECKED_DEPTH:
+        return None
+    try:
+        with os.scandir(path) as entries:
+            folders = sorted(e.path for e in entries if not e.name.startswith(".") and e.is_dir())
+    except OSError:
+        return path
+    return next((found for sub in folders if (found := _unreadable_folder(sub, depth + 1))), None)
 
 
 @dataclass(frozen=True)

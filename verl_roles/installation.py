@@ -43,15 +43,24 @@ def _installed_source(dist: metadata.Distribution) -> tuple[Path | None, bool]:
     return folder, bool(record.get("dir_info", {}).get("editable"))
 
 
+def _installed_distribution(root: Path) -> metadata.Distribution | None:
+    """The first installed verl_roles on Python's path that is not the checkout's own build metadata
+    (``pip install -e`` leaves a ``verl_roles.egg-info`` in the checkout, which Python finds first when
+    the working directory is the checkout; it is no other copy)."""
+    for dist in metadata.distributions(name=DISTRIBUTION):
+        if Path(str(dist.locate_file(""))).resolve() != root.resolve():
+            return dist
+    return None
+
+
 @cache
 def shadowing_notice() -> str | None:
     """A one-line notice when a source checkout runs although another copy is installed, else None."""
     root = checkout_root()
     if root is None:
         return None
-    try:
-        dist = metadata.distribution(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
+    dist = _installed_distribution(root)
+    if dist is None:
         return None
     folder, editable = _installed_source(dist)
     if editable and folder == root.resolve():

@@ -204,8 +204,14 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
     engine_only = engine_only_problem(key, command, knowledge, origin)
     if engine_only is not None:
         return engine_only
-    guess = knowledge.closest(key, override.value() if override is not None else None)
-    fix = f"did you mean `{guess}`? Write `{guess}={value}`; " if guess else ""
+    guesses = knowledge.suggestions(key, override.value() if override is not None else None)
+    if len(guesses) == 1:
+        fix = f"did you mean `{guesses[0]}`? Write `{guesses[0]}={value}`; "
+    elif guesses:
+        choices = " or ".join(f"`{guess}={value}`" for guess in guesses)
+        fix = f"did you mean one of these keys? Write {choices}; "
+    else:
+        fix = ""
     fix += f"if you mean to add a new key, write `+{key}={value}`"
     message = 'is not a key of the config (Hydra says "not in struct")'
     return Problem(key=key, message=message, origin=origin, fix=fix)
@@ -340,9 +346,16 @@ class KeyKnowledge:
         return next((e for e in ENGINES if e != self.engine and key in self.keys_for(e)), None)
 
     def closest(self, key: str, value: object = None) -> str | None:
-        """The key the user most likely meant by ``key``: near in name (its last part spelt alike, or
+        """The key the user most likely meant by ``key`` (the first of :meth:`suggestions`), or None."""
+        found = self.suggestions(key, value)
+        return found[0] if found else None
+
+    def suggestions(self, key: str, value: object = None) -> list[str]:
+        """The keys the user may have meant by ``key``: near in name (its last part spelt alike, or
         abbreviated: ``learning_rate`` and ``lr``) and, when the typed ``value`` is given, of a type that
-        accepts it. Never ``key`` itself. Same section first, then anywhere."""
+        accepts it. Never ``key`` itself. Same section first; then keys whose path ends like the one
+        typed (a path missing its first sections, ``rollout.n`` or ``optim.lr``: every role's key, which
+        may be several); then the nearest anywhere."""
         keys = self.keys_for(self.engine)
         parent, _, leaf = key.rpartition(".")
         types = declared_types(self.engine)
@@ -354,15 +367,41 @@ class KeyKnowledge:
         siblings = [k for k in keys if k.rpartition(".")[0] == parent and k != key and fits(k)]
         by_leaf = _near_leaves(leaf, [k.rpartition(".")[2] for k in siblings])
         if by_leaf:
-            return f"{parent}.{by_leaf}" if parent else by_leaf
+            return [f"{parent}.{by_leaf}" if parent else by_leaf]
+        shortened = self._completed_paths(key, keys, fits)
+        if shortened:
+            return shortened
         anywhere = [k for k in keys if k != key and _leaf_near(leaf, k.rpartition(".")[2]) and fits(k)]
         close = difflib.get_close_matches(key, anywhere, n=1, cutoff=0.6)
         if close:
-            return close[0]
+            return close
         # A misspelt group (`model_enginez=megatron`): only the groups a user chooses.
         groups = [g for g in self.groups if g != key]
-        close = difflib.get_close_matches(key, groups, n=1, cutoff=0.75)
-        return close[0] if close else None
+        return difflib.get_close_matches(key, groups, n=1, cutoff=0.75)
+
+    @staticmethod
+    def _completed_paths(key: str, keys: set[str], fits: Callable[[str], bool]) -> list[str]:
+        """Keys that end with the path typed (``rollout.n`` -> ``actor_rollout_ref.rollout.n``), or else
+        whose section path ends like the typed one and whose name is near it (``optim.learning_rate`` ->
+        each role's ``optim.lr``); sorted, the first :data:`_MAX_SUGGESTIONS`."""
+        parent, _, leaf = key.rpartition(".")
+        if not parent:
+            return []
+        exact = sorted(k for k in keys if k.endswith(f".{key}") and fits(k))
+        if exact:
+            return exact[:_MAX_SUGGESTIONS]
+        near = sorted(
+            k
+            for k in keys
+            if k.rpartition(".")[0].endswith(f".{parent}")
+            and _leaf_near(leaf, k.rpartition(".")[2])
+            and fits(k)
+        )
+        return near[:_MAX_SUGGESTIONS]
+
+
+# How many keys ending like a typed path are offered (`verl-roles keys '*.PATH'` lists all of them).
+_MAX_SUGGESTIONS = 3
 
 
 def _abbreviates(one: str, other: str) -> bool:

@@ -96,6 +96,7 @@ class SweepCheck:
 def check_sweep(command: CommandLine) -> SweepCheck:
     """Compose and validate every point of the sweep ``command`` describes; nothing is written."""
     command = read_command_line(command).command
+    command.config_dir_path()  # a --config-dir that is no folder, or unreadable, stops the check at once
     config_name, config_dir = command.config_name, command.config_dir
     points = sweep_points(command)
     check = SweepCheck(keys=swept_keys(command), points=len(points))

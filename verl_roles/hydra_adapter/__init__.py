@@ -14,6 +14,9 @@ OmegaConf release changes it (Hydra is pinned below 1.4, OmegaConf below 2.4):
   - ``hydra._internal.config_loader_impl.create_defaults_list``: the module global that
     ``_load_configuration_impl`` calls is replaced, for one call of our loader under a lock, by its
     memoized version (no subclass hook reaches it) -- tests/test_compose_cache.py.
+  - the frame of ``ConfigLoaderImpl._apply_overrides_to_config`` (its locals ``override`` and ``cfg``) in
+    the traceback of a bare ``ValueError`` / ``IndexError`` of OmegaConf, to name the override that went
+    through a list -- tests/test_bad_inputs.py (``override/name-inside-a-list``).
   - ``hydra._internal.config_loader_impl.get_overrides_dirname``: the placeholder of a sweep job that
     does not compose -- tests/test_sweep.py (``test_an_invalid_job_fails_alone[does-not-compose]``).
   - ``hydra._internal.defaults_list.DefaultsList``: a memoized list with this call's value overrides

@@ -64,7 +64,7 @@ from hydra.errors import HydraException
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.types import RunMode
 from hydra.version import VersionBase
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles import containment
@@ -427,6 +427,15 @@ class SweepConfigLoader(ConfigLoaderImpl):
         check_overrides(parsed, repo)
         return parsed, repo
 
+    def _load_configuration_impl(self, *args: Any, **kwargs: Any) -> DictConfig:
+        try:
+            return super()._load_configuration_impl(*args, **kwargs)
+        except (ValueError, IndexError, TypeError, HydraException) as error:
+            problem = None if isinstance(error, ConfigError) else _override_through_a_list(error)
+            if problem is None:
+                raise
+            raise ConfigError([problem]) from error
+
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
         try:
             return super().load_sweep_config(master_config, sweep_overrides)
@@ -435,6 +444,39 @@ class SweepConfigLoader(ConfigLoaderImpl):
             texts = [str(o.input_line) for o in task]
             failure = self.describe_failure(error, master_config, texts)
             return failed_job_config(master_config, task, failure)
+
+
+def _override_through_a_list(error: BaseException) -> Problem | None:
+    """A value override whose key goes through a list by a name or a position it does not have
+    (``trainer.logger.extra=1``, ``trainer.logger.5=1``): OmegaConf raises a bare ``ValueError`` or
+    ``IndexError`` for it (Hydra wraps only the second, with no key named). The override and the
+    config it was applied to are read from the frame of Hydra's ``_apply_overrides_to_config``."""
+    traceback = error.__traceback__
+    while traceback is not None and traceback.tb_frame.f_code.co_name != "_apply_overrides_to_config":
+        traceback = traceback.tb_next
+    if traceback is None:
+        return None
+    override, cfg = traceback.tb_frame.f_locals.get("override"), traceback.tb_frame.f_locals.get("cfg")
+    if not isinstance(override, Override) or not isinstance(cfg, DictConfig):
+        return None
+    key = override.key_or_group
+    parts = key.split(".")
+    for depth in range(1, len(parts)):
+        prefix = ".".join(parts[:depth])
+        node = OmegaConf.select(cfg, prefix, default=None, throw_on_missing=False)
+        if isinstance(node, ListConfig):
+            items = f"items 0 to {len(node) - 1}" if len(node) else "no items"
+            return Problem(
+                key=key,
+                message=f"goes through {prefix}, which is a list ({items}): `{parts[depth]}` is not the "
+                "number of one of its items",
+                origin=f"the command line override `{override.input_line}`",
+                fix=f"set the whole list (`{prefix}=[a,b]`)"
+                + (f", or one existing item by its number (`{prefix}.0=...`)" if len(node) else ""),
+            )
+        if not isinstance(node, DictConfig):
+            return None
+    return None
 
 
 def check_overrides(parsed: Sequence[Override], repo: Any) -> None:
