@@ -323,6 +323,12 @@ CASES: tuple[Case, ...] = (
     option_file("header-two-values", "# @package critic optim\nlr: 2.0e-05\n"),
     option_file("alias-bomb", "# @package critic\n" + ALIAS_BOMB),
     # Hydra lists only regular files as options: never opened, so nothing hangs or fills memory.
+    # A defaults list that is no list (Hydra raised a bare ValueError; found by benchmarks/fuzz_long.py).
+    option_file("defaults-null", "# @package critic\noptim:\n  lr: 2.0e-05\ndefaults: null\n",
+                named=("bad.yaml, line 4", "defaults")),
+    _case("option-file", "primary-config-defaults-not-a-list", "--config-dir", "{d}/conf", "--config-name",
+          "mine", named=("mine.yaml, line 1", "defaults"),
+          files={"conf/mine.yaml": "defaults: 3\ntrainer:\n  nnodes: 1\n"}),
     option_file("fifo", FIFO, named="role/critic"),
     option_file("endless-device", ENDLESS, named="role/critic"),
     option_file("hydra-launcher-in-config-dir", "_target_: shutil.rmtree\n", "hydra/launcher=bad",

@@ -136,6 +136,14 @@ CASES: list[tuple[str, list[str], list[str]]] = [
         ["--config-path config: replaces verl_roles' own config tree", "write `--config-dir config` instead"],
     ),
     (
+        "command-line-config-path-absolute",
+        ["--config-path=/nonexistent/verl/config"],
+        [
+            "replaces verl_roles' own config tree with a folder without ppo_trainer",
+            "write `--config-dir /nonexistent/verl/config` instead",
+        ],
+    ),
+    (
         "plus-on-an-existing-key",
         ["+trainer.nnodes=2"],
         ["trainer.nnodes", "already exists", "write `trainer.nnodes=2`", "++trainer.nnodes=2"],
@@ -319,6 +327,31 @@ def test_subprocess_exit_code_no_traceback(in_tmp: Path):
 def test_debug_flag_lets_the_exception_through(tmp_path):
     with pytest.raises(verl_roles.ConfigError, match="did you mean `trainer.nnodes`"):
         main(["trainer.nnodez=2", f"hydra.run.dir={tmp_path}", "--debug"])
+
+
+# A mistake for each verl-roles command (its --debug run must raise it, its plain run print it).
+COMMAND_MISTAKES: dict[str, list[str]] = {
+    "show": ["trainer.nnodez=2"],
+    "explain": ["trainer.nnodez"],
+    "keys": ["nothing.here"],
+    "roles": ["trainer.nnodez=2"],
+    "diff": ["trainer.nnodez=2", "--"],
+    "check-sweep": ["trainer.nnodez=1,2"],
+    "export-slime": ["trainer.nnodez=2"],
+    "migrate": ["critic.model.lora_rank=4", "critic.model.lora.rank=8"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_MISTAKES))
+def test_debug_shows_the_traceback_of_every_command_and_only_with_it(command: str, capsys):
+    from verl_roles.cli import main as cli
+
+    with pytest.raises(verl_roles.ConfigError):
+        cli([command, "--debug", *COMMAND_MISTAKES[command]])
+    capsys.readouterr()
+    assert cli([command, *COMMAND_MISTAKES[command]]) == 2
+    err = capsys.readouterr().err
+    assert "verl_roles error: " in err and "Traceback" not in err
 
 
 def test_every_problem_is_reported_together():

@@ -178,6 +178,19 @@ def role_option_problems(
     return problems
 
 
+def defaults_shape_problem(file: str, data: object, lines: Mapping[str, int]) -> Problem | None:
+    """A ``defaults`` key of a user's config file that is not a list (Hydra raised a bare ValueError)."""
+    if not isinstance(data, dict) or "defaults" not in data or isinstance(data["defaults"], list):
+        return None
+    value = data["defaults"]
+    return Problem(
+        key=f"{file}, line {lines.get('defaults', 1)}",
+        message=f"sets `defaults` to {'null' if value is None else repr(value)}; Hydra reads `defaults` as "
+        "the list of configs this file builds on",
+        fix="make it a list (`defaults:` then `  - _self_` lines), or remove the key",
+    )
+
+
 def _package_problem(group: str, file: str, section: str, package: str, line: int) -> Problem:
     if not package or package == group.replace("/", "."):
         option, default_package = f"{group}={Path(file).stem}", group.replace("/", ".")

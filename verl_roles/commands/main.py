@@ -140,18 +140,23 @@ def _refuse_config_path(command: CommandLine) -> None:
         return
     if Path(flag.value).is_absolute() and Path(flag.value).resolve() == CONF_DIR:
         return
-    exists = Path(flag.value).expanduser().is_dir()
+    folder = Path(flag.value).expanduser()
+    if folder.is_absolute():
+        read_as = "a folder without ppo_trainer and the groups it needs"
+        missing = f" (there is no folder {flag.value!r} either)"
+    else:
+        read_as = "a folder that Hydra reads relative to the verl_roles package, where there is none"
+        missing = f" (there is no folder {flag.value!r} in {Path.cwd()} either)"
     raise ConfigError([Problem(
         key=f"{flag.typed_name} {flag.value}",
         message=(
-            "replaces verl_roles' own config tree with a folder that Hydra reads relative to the verl_roles "
-            "package, where there is none (verl's launch scripts pass their own config folder this way)"
+            f"replaces verl_roles' own config tree with {read_as} (verl's launch scripts pass their own "
+            "config folder this way)"
         ),
         fix=(
             f"write `--config-dir {flag.value}` instead: it adds your folder to the search path next to "
             "verl_roles' configs, so --config-name finds your primary config there and its defaults find "
-            "ppo_trainer and the groups here"
-            + ("" if exists else f" (there is no folder {flag.value!r} in {Path.cwd()} either)")
+            "ppo_trainer and the groups here" + ("" if folder.is_dir() else missing)
         ),
     )])
 

@@ -132,7 +132,9 @@ def _header(text: str, file: str) -> dict[str, str | None]:
 def _check_user_file(config_path: str, file: str, text: str, header: dict, data: Any) -> None:
     """What a file of the user's may not do (:mod:`verl_roles.containment`): be one of Hydra's own
     configs, or be a role option that reaches outside its role's section."""
-    problem = containment.hydra_config_problem(config_path, file)
+    problem = containment.hydra_config_problem(config_path, file) or containment.defaults_shape_problem(
+        file, data, key_lines(text)
+    )
     if problem is not None:
         raise ConfigError([problem])
     group = config_path.rpartition("/")[0]
