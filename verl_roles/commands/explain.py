@@ -31,7 +31,7 @@ from verl_roles.hydra_adapter.loader import (
     defaults_layers,
     stock_config,
 )
-from verl_roles.hydra_adapter.nodes import ABSENT, raw_at
+from verl_roles.hydra_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
 from verl_roles.layout import ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, read_command_line
 from verl_roles.pipeline import StepInputs, StepReport, finalize
@@ -340,15 +340,13 @@ def _explain(key: str, run: _Pipeline, aliases: dict[str, str], seen: set[str]) 
 
 def _references(composed: DictConfig, key: str) -> list[str]:
     """The keys an interpolation at ``key`` (or at a section holding it) refers to."""
-    parts = key.split(".")
-    for depth in range(1, len(parts) + 1):
-        prefix = ".".join(parts[:depth])
-        raw = raw_at(composed, prefix)
-        if isinstance(raw, str) and "${" in raw:
-            rest = parts[depth:]
-            targets = [_absolute(t, prefix) for t in _REFERENCE.findall(raw)]
-            return [".".join([t, *rest]) for t in targets] if rest else targets
-    return []
+    found = interpolation_on_the_way(composed, key)
+    if found is None:
+        return []
+    prefix, raw = found
+    rest = key.split(".")[prefix.count(".") + 1:]
+    targets = [_absolute(t, prefix) for t in _REFERENCE.findall(raw)]
+    return [".".join([t, *rest]) for t in targets] if rest else targets
 
 
 def _absolute(reference: str, key: str) -> str:

@@ -726,9 +726,14 @@ class LoadedDefault:
 def defaults_layers(
     config_name: str, overrides: Sequence[str], config_dir: str | None
 ) -> list[LoadedDefault]:
-    """Every config file of the defaults list (Hydra's own excepted), in merge order."""
-    loader = ConfigLoaderImpl(config_search_path=search_path(config_dir))
-    with version_base_1_3():
+    """Every config file of the defaults list (Hydra's own excepted), in merge order.
+
+    Through the private loader of ``config_dir``: the defaults list is the memoized one and each file
+    comes from the file cache (as a private copy: a later composition adopts the cached nodes). The
+    caller composes first, so a user's file was already checked.
+    """
+    with _COMPOSE_LOCK, version_base_1_3(), _defaults_list_memo():
+        loader = _private_loader(config_dir)
         _, repo = loader._parse_overrides_and_create_caching_repo(config_name, list(overrides))
         defaults = loader.compute_defaults_list(config_name, list(overrides), RunMode.RUN)
         layers = []
@@ -736,5 +741,9 @@ def defaults_layers(
             if default.config_path is None or default.config_path.startswith("hydra/"):
                 continue
             loaded = loader._load_single_config(default=default, repo=repo)
-            layers.append(LoadedDefault(default.config_path, default.package, loaded.path, loaded.config))
+            config = loaded.config
+            if config is repo.load_config(config_path=default.config_path).config:
+                # Mounted at the top level, the cached file itself: a copy (elsewhere Hydra copied it).
+                config = _thaw(_freeze(config))
+            layers.append(LoadedDefault(default.config_path, default.package, loaded.path, config))
     return layers

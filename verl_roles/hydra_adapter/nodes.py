@@ -8,7 +8,8 @@
   other interpolations it could not settle) is left to ``OmegaConf.resolve``, which therefore has
   the last word on every value.
 - :func:`raw_at`: the value a key holds as written (an interpolation as its text), for explain and
-  the legacy step; :func:`key_paths`: every key of a composition (did-you-mean);
+  the legacy step, and :func:`interpolation_on_the_way` (explain's references); :func:`key_paths`:
+  every key of a composition (did-you-mean);
   :func:`missing_keys`: every ``???``, :func:`raw_items`: a container's children as written, and
   :func:`scalar_leaves`: every float and string leaf (all run on each composition, so they read the
   node contents).
@@ -148,6 +149,29 @@ def raw_at(cfg: DictConfig, key: str) -> object:
             return node._value()
         return OmegaConf.to_container(node, resolve=False)
     return node._value()  # type: ignore[union-attr]
+
+
+def interpolation_on_the_way(cfg: DictConfig, key: str) -> tuple[str, str] | None:
+    """The first key on the way to the dotted ``key`` (``key`` included) whose raw value is a text
+    holding ``${``, with that text; None when there is none.
+
+    What :func:`raw_at` tells at each prefix in turn, without turning the sections on the way into
+    plain dicts (explain asks this for every key it explains).
+    """
+    node: object = cfg
+    parts = key.split(".")
+    for depth, part in enumerate(parts, start=1):
+        if not isinstance(node, DictConfig) or _is_special(node):
+            return None
+        node = node._get_node(part, validate_access=False)
+        if node is None:
+            return None
+        if isinstance(node, DictConfig | ListConfig) and not _is_special(node):
+            continue
+        raw = node._value()
+        if isinstance(raw, str) and "${" in raw:
+            return ".".join(parts[:depth]), raw
+    return None
 
 
 def key_paths(cfg: DictConfig, prefix: str = "") -> Iterator[str]:
