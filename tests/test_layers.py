@@ -4,6 +4,7 @@ touches Hydra's or OmegaConf's private API, and the pipeline steps never compose
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,9 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
+@functools.cache
 def trees() -> dict[str, ast.Module]:
+    """Every module's syntax tree, parsed once per session (the tests only read them)."""
     return {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
 
 
