@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.util
+import io
 import logging
 import os
 import subprocess
@@ -35,6 +38,29 @@ def run(args: list[str], cwd: Path, module: str = "verl_roles.main") -> subproce
         text=True,
         timeout=120,
     )
+
+
+def run_in_process(
+    args: list[str], cwd: Path, module: str = "verl_roles.main"
+) -> subprocess.CompletedProcess[str]:
+    """:func:`run` without a new interpreter: the module's ``main`` called with ``ARGS`` in ``cwd``, its
+    output captured. For the many cases that check a message; a few tests per command keep :func:`run`
+    for the real process (exit code, no traceback). An exception that escapes ``main`` fails the test,
+    as a traceback would. The main job's run directory and logging need the caller's Hydra overrides
+    (see :func:`main_in_process`); the commands of ``verl_roles.cli`` write none."""
+    entry = importlib.import_module(module).main
+    out, err = io.StringIO(), io.StringIO()
+    previous = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = entry(list(args))
+            except SystemExit as stop:
+                code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    finally:
+        os.chdir(previous)
+    return subprocess.CompletedProcess([module, *args], code, out.getvalue(), err.getvalue())
 
 
 def assert_user_error(result: subprocess.CompletedProcess[str], *phrases: str) -> None:

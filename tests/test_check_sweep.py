@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error, run
+from conftest import assert_user_error, run, run_in_process
 
 from verl_roles.cli import main as cli
 from verl_roles.cmdline import CommandLine
@@ -104,5 +104,13 @@ def test_main_job_checks_first_on_request(tmp_path: Path, capsys):
     ids=["no-multirun", "hydra-flag", "bare-word", "interval"],
 )
 def test_check_sweep_mistakes(tmp_path: Path, args, module, phrases):
-    assert_user_error(run(args, cwd=tmp_path, module=module), *phrases)
+    # In this process (the main job's mistake is refused before Hydra runs); the real process below.
+    assert_user_error(run_in_process(args, cwd=tmp_path, module=module), *phrases)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_check_sweep_mistake_in_a_real_process(tmp_path: Path):
+    result = run(["check-sweep", "critic.optim.lr=interval(0,1)"], cwd=tmp_path, module="verl_roles.cli")
+    assert result.returncode == 2
+    assert_user_error(result, "interval sweep")
     assert list(tmp_path.iterdir()) == []

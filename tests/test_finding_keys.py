@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONF, assert_user_error, cli_env, main_in_process, run, write
+from conftest import CONF, assert_user_error, cli_env, main_in_process, run, run_in_process, write
 
 from verl_roles.cli import main as cli
 from verl_roles.layout import ENGINE_ALIASES, ENGINES
@@ -83,7 +83,7 @@ def test_keys_mistakes(tmp_path: Path):
         run(["keys", "megatron.tensor*"], cwd=tmp_path, module="verl_roles.cli"),
         "megatron.tensor*: matches no key", "add model_engine=megatron",
     )
-    assert_user_error(run(["keys", "--role", "x"], cwd=tmp_path, module="verl_roles.cli"),
+    assert_user_error(run_in_process(["keys", "--role", "x"], cwd=tmp_path, module="verl_roles.cli"),
                       "--role: is not an option of keys")
 
 

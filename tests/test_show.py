@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error, main_in_process, run, write
+from conftest import assert_user_error, main_in_process, run, run_in_process, write
 
 from verl_roles.cli import main as cli
 
@@ -74,7 +74,14 @@ def test_show_keys_lists_matching_keys_one_per_line(run_args: list[str], capsys)
     ids=["bad-role", "no-match", "keys-without-value", "bare-word", "hydra-flag", "unknown-key"],
 )
 def test_show_mistakes_are_one_paragraph(tmp_path: Path, args: list[str], phrases: list[str]):
-    assert_user_error(run(["show", *args], cwd=tmp_path, module="verl_roles.cli"), *phrases)
+    assert_user_error(run_in_process(["show", *args], cwd=tmp_path, module="verl_roles.cli"), *phrases)
+
+
+def test_a_show_mistake_in_a_real_process(tmp_path: Path):
+    """The console entry point itself: exit 2, one paragraph, no traceback."""
+    result = run(["show", "trainer.nnodez=2"], cwd=tmp_path, module="verl_roles.cli")
+    assert result.returncode == 2
+    assert_user_error(result, "trainer.nnodez", "did you mean `trainer.nnodes`")
 
 
 def test_hydra_views_point_to_show(tmp_path: Path, run_args: list[str]):
