@@ -5,8 +5,9 @@
   of them, almost all plain references to another key (``${megatron.x}``, the per-role blocks
   following the engine baseline). Those values are copied directly; everything else (string
   interpolation, resolvers such as ``${oc.env:...}``, references to sections, to missing values or to
-  other interpolations it could not settle) is left to ``OmegaConf.resolve``, which therefore has
-  the last word on every value.
+  other interpolations it could not settle) is left to OmegaConf's own resolution of that one key
+  (what ``OmegaConf.resolve`` does for each key of a container), which therefore has the last word
+  on every value it did not copy.
 - :func:`raw_at`: the value a key holds as written (an interpolation as its text), for explain and
   the legacy step, and :func:`interpolation_on_the_way` (explain's references); :func:`key_paths`:
   every key of a composition (did-you-mean);
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from omegaconf import Container, DictConfig, ListConfig, Node, OmegaConf, ValueNode
+from omegaconf._impl import _resolve_container_value
 from omegaconf.errors import OmegaConfBaseException
 
 # ${a.b.c}: an absolute key path of plain names, nothing else.
@@ -35,13 +37,14 @@ def resolve_in_place(cfg: DictConfig, followed: dict[str, str] | None = None) ->
     (``critic.megatron.tensor_model_parallel_size`` -> ``megatron.tensor_model_parallel_size``): after
     resolution nothing else says that a value was not set where it is read.
     """
-    pending: dict[int, Container] = {}
+    pending: list[tuple[Container, Any]] = []
     _copy_plain_references(cfg, cfg, pending, "", followed)
     try:
-        for container in pending.values():
-            OmegaConf.resolve(container)
+        for container, key in pending:
+            # What OmegaConf.resolve does for each key of a container, for this key alone.
+            _resolve_container_value(container, key)
     except OmegaConfBaseException:
-        # OmegaConf.resolve does not say which key failed; to_container does, so let it raise.
+        # OmegaConf's resolution does not say which key failed; to_container does, so let it raise.
         OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
         raise
     return cfg
@@ -50,22 +53,22 @@ def resolve_in_place(cfg: DictConfig, followed: dict[str, str] | None = None) ->
 def _copy_plain_references(
     root: DictConfig,
     container: Container,
-    pending: dict[int, Container],
+    pending: list[tuple[Container, Any]],
     prefix: str,
     followed: dict[str, str] | None,
 ) -> None:
-    """Settle the plain references under ``container``; note the containers holding any other kind."""
+    """Settle the plain references under ``container``; note the keys holding any other kind."""
     for key in _keys(container):
         node = container._get_node(key, validate_access=False)
         if isinstance(node, Container):
             if node._is_interpolation():
-                pending[id(container)] = container
+                pending.append((container, key))
             elif not (node._is_missing() or node._is_none()):
                 _copy_plain_references(root, node, pending, f"{prefix}{key}.", followed)
         elif isinstance(node, ValueNode):
             reference = _PLAIN_REFERENCE.fullmatch(str(node._value())) if node._is_interpolation() else None
             if not _settle(root, node, set()):
-                pending[id(container)] = container
+                pending.append((container, key))
             elif reference is not None and followed is not None:
                 followed[f"{prefix}{key}"] = reference.group(1)
 
