@@ -14,11 +14,14 @@ from verl_roles.hydra_adapter.loader import NO_CACHE_ENV, compose_raw
 from verl_roles.hydra_adapter.yaml_dialect import load_yaml
 from verl_roles.output import to_yaml
 
-# A group change, value overrides after the group choice and before it, adding and deleting keys.
+# A group change, value overrides after the group choice and before it, adding and deleting keys, and
+# a reference to a section.
 OVERRIDE_SETS = [
     [],
     ["model_engine=megatron", "megatron.tensor_model_parallel_size=4", "critic.megatron.param_offload=true"],
     ["critic.optim.lr=2e-5", "model_engine=fsdp", "+trainer.extra_note=hello", "~trainer.val_before_train"],
+    # A new key referring to a section (copied as OmegaConf copies it, after the override inside it).
+    ["model_engine=megatron", "+trainer.optim_copy=${critic.optim}", "critic.optim.lr=3e-5"],
 ]
 
 

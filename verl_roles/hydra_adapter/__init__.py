@@ -47,8 +47,9 @@ OmegaConf release changes it (Hydra is pinned below 1.4, OmegaConf below 2.4):
     -- tests/test_compose_cache.py (``test_fast_yaml_loader_*``), tests/test_output_yaml.py.
 ``nodes`` (OmegaConf node internals)
   - ``omegaconf._impl._resolve_container_value``: what ``OmegaConf.resolve`` does for one key of a
-    container, run on the keys the plain-reference copy left -- tests/test_compose_cache.py
-    (resolution equals OmegaConf's), tests/test_snapshots.py.
+    container, run on the keys the plain-reference copy left; ``omegaconf._impl._resolve``: a
+    referenced section resolved before it is copied -- tests/test_compose_cache.py (resolution
+    equals OmegaConf's), tests/test_snapshots.py.
   - ``Node._get_node``, ``_is_interpolation``, ``_is_missing``, ``_is_none``, ``_value``, ``_set_value``,
     ``Container.__dict__["_content"]``, ``ValueNode._val`` -- tests/test_compose_cache.py (resolution
     equals OmegaConf's), tests/test_explain.py (raw values), tests/test_errors.py (did-you-mean key

@@ -3,11 +3,11 @@
 - :func:`resolve_in_place`: replace every interpolation by its value, in place. OmegaConf parses each
   interpolation with its ANTLR grammar, which costs ~0.3 ms apiece; the full megatron config has ~180
   of them, almost all plain references to another key (``${megatron.x}``, the per-role blocks
-  following the engine baseline). Those values are copied directly; everything else (string
-  interpolation, resolvers such as ``${oc.env:...}``, references to sections, to missing values or to
-  other interpolations it could not settle) is left to OmegaConf's own resolution of that one key
-  (what ``OmegaConf.resolve`` does for each key of a container), which therefore has the last word
-  on every value it did not copy.
+  following the engine baseline). Those values are copied directly, and a plain reference to a
+  plain section gets that section as OmegaConf's resolution gives it (resolved, assigned as a copy);
+  everything else (string interpolation, resolvers such as ``${oc.env:...}``, references to missing
+  values or to other interpolations it could not settle) is left to OmegaConf's own resolution of
+  that one key (what ``OmegaConf.resolve`` does for each key of a container).
 - :func:`raw_at`: the value a key holds as written (an interpolation as its text), for explain and
   the legacy step, and :func:`interpolation_on_the_way` (explain's references); :func:`key_paths`:
   every key of a composition (did-you-mean);
@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from omegaconf import Container, DictConfig, ListConfig, Node, OmegaConf, ValueNode
-from omegaconf._impl import _resolve_container_value
+from omegaconf import AnyNode, Container, DictConfig, ListConfig, Node, OmegaConf, ValueNode
+from omegaconf._impl import _resolve, _resolve_container_value
 from omegaconf.errors import OmegaConfBaseException
 
 # ${a.b.c}: an absolute key path of plain names, nothing else.
@@ -41,8 +41,9 @@ def resolve_in_place(cfg: DictConfig, followed: dict[str, str] | None = None) ->
     _copy_plain_references(cfg, cfg, pending, "", followed)
     try:
         for container, key in pending:
-            # What OmegaConf.resolve does for each key of a container, for this key alone.
-            _resolve_container_value(container, key)
+            if not _copy_referenced_section(cfg, container, key):
+                # What OmegaConf.resolve does for each key of a container, for this key alone.
+                _resolve_container_value(container, key)
     except OmegaConfBaseException:
         # OmegaConf's resolution does not say which key failed; to_container does, so let it raise.
         OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
@@ -71,6 +72,25 @@ def _copy_plain_references(
                 pending.append((container, key))
             elif reference is not None and followed is not None:
                 followed[f"{prefix}{key}"] = reference.group(1)
+
+
+def _copy_referenced_section(root: DictConfig, container: Container, key: Any) -> bool:
+    """Give ``container[key]`` the section a plain reference of it names, as OmegaConf's resolution
+    does (the section resolved, then assigned as a copy), without parsing the reference; True when
+    done. Only for an untyped value or a section holding the reference, and a plain section."""
+    node = container._get_node(key, validate_access=False)
+    if not (isinstance(node, AnyNode | Container) and node._is_interpolation()):
+        return False
+    match = _PLAIN_REFERENCE.fullmatch(str(node._value()))
+    target = _lookup(root, match.group(1)) if match is not None else None
+    if not isinstance(target, Container) or _is_special(target) or target is node:
+        return False
+    _resolve(target)
+    if isinstance(node, ValueNode):
+        container[key] = target
+    else:
+        node._set_value(target)
+    return True
 
 
 def _keys(container: Container) -> Any:
