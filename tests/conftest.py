@@ -13,9 +13,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from omegaconf import OmegaConf
 
 from verl_roles.verl_target import VERL_TARGET_VERSION
+
+# The suite's hypothesis profile: few examples, the same ones on every run (derandomized, no example
+# database on disk), so a run is deterministic and a failure reproduces; a property asks for its own
+# count within it. The long, random, shrinking run is benchmarks/fuzz_long.py. HYPOTHESIS_PROFILE=dev
+# draws new examples on every run (hypothesis' defaults).
+settings.register_profile(
+    "ci", max_examples=25, derandomize=True, database=None, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
