@@ -9,7 +9,8 @@ the full megatron config), and the merge rebuilds every node.
 
 - a file cache: every config file is parsed once (with PyYAML's C parser when it is available)
   and reused until a file of the config tree changes (checked by modification time and size on
-  every composition);
+  every composition); the shipped tree's files are also kept across sets of config sources, so a
+  new ``--config-dir`` parses only its own files;
 - a composition memo: the merged result of one defaults list, copied on every later call with the
   same group choices (``model_engine=...``, ``role/critic=...``) instead of merged again.
 
@@ -83,16 +84,44 @@ NO_CACHE_ENV = "VERL_ROLES_NO_CACHE"
 # --- config sources reading with the one YAML loader -----------------------------------------
 
 
+# The shipped tree's files as parsed, by (file, modification time, size), pickled: shared by every set
+# of config sources (each new --config-dir is a set of its own, whose caches start empty), and each
+# reader gets its own copy (a composition adopts the nodes it is given).
+_PACKAGE_FILES: dict[tuple[str, int, int], tuple[bytes, dict[str, str | None]]] = {}
+
+
+def _file_stamp(res: Any) -> tuple[str, int, int] | None:
+    """(path, modification time, size) of a resource that is a file on disk, else None (a zip)."""
+    if not isinstance(res, os.PathLike):
+        return None
+    try:
+        info = os.stat(res)
+    except OSError:
+        return None
+    return (os.fspath(res), info.st_mtime_ns, info.st_size)
+
+
 class _PackageSource(ImportlibResourcesConfigSource):
-    """``pkg://`` source parsing with :func:`load_yaml`."""
+    """``pkg://`` source parsing with :func:`load_yaml`, each file once per version of it."""
 
     def _read_config(self, res: Any) -> ConfigResult:
-        text = res.read_bytes().decode("utf-8")
+        stamp = _file_stamp(res)
+        parsed = _PACKAGE_FILES.get(stamp) if stamp is not None else None
+        if parsed is not None:
+            frozen, header = parsed
+            config = _thaw(frozen)
+        else:
+            text = res.read_bytes().decode("utf-8")
+            config = load_yaml(text, name=str(res))
+            header = ConfigSource._get_header_dict(text[:512])
+            frozen = _freeze(config)
+            if stamp is not None and isinstance(frozen, bytes):
+                _PACKAGE_FILES[stamp] = (frozen, header)
         return ConfigResult(
-            config=load_yaml(text, name=str(res)),
+            config=config,
             path=f"{self.scheme()}://{self.path}",
             provider=self.provider,
-            header=ConfigSource._get_header_dict(text[:512]),
+            header=dict(header),
         )
 
 
@@ -229,6 +258,7 @@ def clear_caches() -> None:
     """Drop every cached file and composition (they are rebuilt on the next call)."""
     with _CACHES_LOCK:
         _CACHES.clear()
+        _PACKAGE_FILES.clear()
 
 
 class _CachedRepository(ConfigRepository):
