@@ -28,8 +28,9 @@ def test_each_engine_row_names_what_its_composition_has(row: layout.Engine):
         if role.engine_block:
             assert {key for _, key in row.summary} <= set(block), role.name
             assert set(row.topology) <= set(block), role.name
-    for _, key in row.model_parallel:
-        assert OmegaConf.select(cfg, f"{layout.ACTOR}.{key}", default=KeyError) is not KeyError, key
+    for role in layout.ROLES:
+        for _, key in row.model_parallel_keys(role.name) if role.engine_block else ():
+            assert OmegaConf.select(cfg, f"{role.section}.{key}", default=KeyError) is not KeyError, key
     assert set(row.unset_follows) <= set(row.topology)
     for name in (row.baseline_file, row.optimizer_file):
         assert (CONF / name).is_file(), name

@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 from conftest import assert_user_error, run
+from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles.schema import verl_names
@@ -160,8 +161,90 @@ def test_the_deprecated_global_micro_batch_must_cover_the_gpus():
 def test_sequence_parallelism_needs_padding_removed_under_dp():
     sp = f"{ACTOR}.ulysses_sequence_parallel_size=2"
     text = problems([sp, "actor_rollout_ref.model.use_remove_padding=false"])
-    assert "use_remove_padding=true" in text[f"{ACTOR}.ulysses_sequence_parallel_size"]
+    # Reported at the key verl's engine reads, naming the key the value came from.
+    message = text[f"{ACTOR}.fsdp_config.ulysses_sequence_parallel_size"]
+    assert "use_remove_padding=true" in message
+    assert f"`{ACTOR}.ulysses_sequence_parallel_size`, which this key follows" in message
     compose_quietly([sp, "actor_rollout_ref.model.use_remove_padding=true"])
+
+
+def test_the_critics_sequence_parallelism_needs_padding_removed_from_the_critics_model():
+    text = problems(["critic.fsdp.ulysses_sequence_parallel_size=2", "critic.model.use_remove_padding=false"])
+    assert "set critic.model.use_remove_padding=true" in text["critic.fsdp.ulysses_sequence_parallel_size"]
+
+
+# --- Ulysses size: a role-level key (deprecated in verl) and the FSDP block's, which verl's engine reads ---
+KL_LOSS = f"{ACTOR}.use_kl_loss=true"  # a reference policy runs, so its engine is built
+REF = "actor_rollout_ref.ref"
+ACTOR_BLOCK = f"{ACTOR}.fsdp_config.ulysses_sequence_parallel_size"
+
+
+def ulysses_sizes(cfg) -> dict[str, int]:
+    """Each role's role-level size and the size in its FSDP block (what verl 0.9.1's engine runs with)."""
+    blocks = {ACTOR: "fsdp_config", REF: "fsdp_config", "critic": "fsdp"}
+    sizes = {}
+    for section, block in blocks.items():
+        sizes[section] = OmegaConf.select(cfg, f"{section}.ulysses_sequence_parallel_size")
+        sizes[f"{section}.{block}"] = OmegaConf.select(
+            cfg, f"{section}.{block}.ulysses_sequence_parallel_size"
+        )
+    return sizes
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        # verl copies a role-level value above 1 into fsdp_config; the ref's role-level value follows the
+        # actor's.
+        ([f"{ACTOR}.ulysses_sequence_parallel_size=2"], (2, 2, 2, 2, 1, 1)),
+        # fsdp_config alone: verl's role-level value stays 1 and copies nothing; the ref keeps its own (1).
+        ([f"{ACTOR}.fsdp_config.ulysses_sequence_parallel_size=4"], (1, 4, 1, 1, 1, 1)),
+        ([f"{REF}.fsdp_config.ulysses_sequence_parallel_size=2"], (1, 1, 1, 2, 1, 1)),
+        # Both set to one value; the ref's role-level key set on its own.
+        ([f"{ACTOR}.ulysses_sequence_parallel_size=4", f"{ACTOR_BLOCK}=4"], (4, 4, 4, 4, 1, 1)),
+        ([f"{REF}.ulysses_sequence_parallel_size=2"], (1, 1, 2, 2, 1, 1)),
+        # The critic's engine reads critic.fsdp only; here it follows the critic's role-level key.
+        (["critic.ulysses_sequence_parallel_size=2"], (1, 1, 1, 1, 2, 2)),
+        (["critic.fsdp.ulysses_sequence_parallel_size=2"], (1, 1, 1, 1, 1, 2)),
+        # The baseline reaches every role.
+        (["fsdp.ulysses_sequence_parallel_size=2"], (2, 2, 2, 2, 2, 2)),
+    ],
+)
+def test_each_ulysses_spelling_reaches_the_key_verls_engine_reads(overrides, expected):
+    cfg, _ = compose_quietly([*overrides, KL_LOSS])
+    sizes = ulysses_sizes(cfg)
+    assert tuple(sizes.values()) == expected, sizes
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "runs_with"),
+    [
+        ([f"{ACTOR}.ulysses_sequence_parallel_size=2", f"{ACTOR_BLOCK}=4"],
+         f"{ACTOR}.ulysses_sequence_parallel_size", "the actor would run with 2"),
+        # The ref's role-level value follows the actor's: verl copies it over the ref's own block.
+        ([f"{ACTOR}.ulysses_sequence_parallel_size=2", f"{REF}.fsdp_config.ulysses_sequence_parallel_size=1",
+          KL_LOSS], f"{REF}.ulysses_sequence_parallel_size", "the ref would run with 2"),
+        (["critic.ulysses_sequence_parallel_size=2", "critic.fsdp.ulysses_sequence_parallel_size=4"],
+         "critic.ulysses_sequence_parallel_size", "the critic would run with 4"),
+        # A baseline above 1 is the role-level value of every role: a block set otherwise contradicts it.
+        (["fsdp.ulysses_sequence_parallel_size=2", f"{ACTOR}.fsdp_config.ulysses_sequence_parallel_size=4"],
+         f"{ACTOR}.ulysses_sequence_parallel_size", "the actor would run with 2"),
+    ],
+)
+def test_two_different_ulysses_sizes_for_one_role_are_an_error_naming_both_keys(overrides, key, runs_with):
+    message = problems(overrides)[key]
+    block = key.replace(".ulysses", ".fsdp.ulysses" if key.startswith("critic") else ".fsdp_config.ulysses")
+    assert block in message and runs_with in message
+    assert f"Fix: set one of the two: {block}" in message
+
+
+def test_an_explicit_role_level_size_of_one_leaves_the_block_in_charge():
+    # verl copies only a value above 1: the block's 4 is what its engine runs with, and what is written.
+    cfg, _ = compose_quietly(
+        [f"{ACTOR}.ulysses_sequence_parallel_size=1", f"{ACTOR}.fsdp_config.ulysses_sequence_parallel_size=4"]
+    )
+    assert OmegaConf.select(cfg, ACTOR_BLOCK) == 4
+
 
 
 def test_sampled_validation_needs_a_positive_temperature():

@@ -99,6 +99,14 @@ ALLOWED: tuple[Allowed, ...] = (
         "kept from the legacy megatron trainer on purpose (false); Megatron packs through "
         "megatron.use_remove_padding, which follows verl",
     ),
+    *(
+        Allowed(
+            f"{section}.megatron.sequence_parallel", ("megatron",),
+            "written as verl uses it: its McoreEngineConfig turns sequence_parallel off at "
+            "tensor_model_parallel_size 1 (verl's default), while its YAML shows true",
+        )
+        for section in ("actor_rollout_ref.actor", "actor_rollout_ref.ref", "critic")
+    ),
     *_per_model(
         "override_config", ("megatron",),
         "kept from the legacy megatron trainer on purpose: model_config and moe_config.freeze_moe_router "

@@ -30,38 +30,7 @@ class KnownFailure:
     reason: str
 
 
-KNOWN_FAILURES: tuple[KnownFailure, ...] = (
-    # What verl uses differs from what resolved.yaml / roles/*.yaml show.
-    KnownFailure(
-        "*",
-        "readback *.fsdp_config.ulysses_sequence_parallel_size",
-        "verl uses",
-        "a role-level ulysses_sequence_parallel_size (what verl's scripts set) is copied by verl's "
-        "FSDPActorConfig into fsdp_config, which its engine reads; resolved.yaml shows fsdp_config's own "
-        "value (issue 11: a value set at one level and read at another must reach the same place)",
-    ),
-    KnownFailure(
-        "*",
-        "readback *.megatron.sequence_parallel",
-        "verl uses False",
-        "verl's McoreEngineConfig turns sequence_parallel off when tensor_model_parallel_size is 1; "
-        "resolved.yaml still shows true",
-    ),
-    # verl_roles refuses launches verl 0.9.1's own tree takes up to Ray (issue 11).
-    KnownFailure(
-        "example:*",
-        "compose",
-        "model_engine: has no option",
-        "issue 11: verl 0.9.1's veomni and torchtitan engines are not options of our model_engine group",
-    ),
-    KnownFailure(
-        "example:*",
-        "compose",
-        "does not divide the",
-        "verl_roles' micro-batch divisibility rule refuses what verl 0.9.1 accepts "
-        "(ppo_micro_batch_size_per_gpu larger than the per-rank mini batch: rollout_correction examples)",
-    ),
-)
+KNOWN_FAILURES: tuple[KnownFailure, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +46,16 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "is not a rollout engine verl 0.9.1 has",
         "rollout.name=hf: verl 0.9.1's rollout registry has vllm, sglang and trtllm; verl takes the config "
         "up to Ray and fails when a worker builds the rollout (get_rollout_class in rollout/base.py)",
+    ),
+    DeliberateRefusal(
+        "example:*",
+        "samples each data-parallel rank trains per mini batch",
+        "ppo_micro_batch_size_per_gpu does not divide a rank's share of the mini batch (the "
+        "rollout_correction examples: 8 per GPU, 32*1/8 = 4 samples per rank on verl's default 8 GPUs); "
+        "verl 0.9.1 takes the config up to Ray and fails at the first update: "
+        "TrainingWorker.train_mini_batch (workers/engine_workers.py) gives each rank mini_batch_size // dp "
+        "samples, and prepare_micro_batches (workers/engine/utils.py) asserts that count is a multiple of "
+        "micro_batch_size_per_gpu (nothing clamps the micro batch)",
     ),
 )
 

@@ -34,9 +34,10 @@ class Engine:
     ``baseline``: the top-level section every role's block follows (``megatron.*``); ``role_block``:
     each role's block inside its section, ``blocks`` the roles whose block has another name (the FSDP
     critic's ``critic.fsdp``). ``summary``: (label, key in the block) printed for each role.
-    ``model_parallel``: (label, key relative to the role's section) whose product is the ranks one
-    model replica spans; with ``divides_gpus`` that product must divide the GPU count, and the train
-    batch is split over data-parallel ranks times the micro batch (verl's rules for Megatron).
+    ``model_parallel``: (label, key relative to the role's section, ``{block}`` standing for the role's
+    engine block) whose product is the ranks one model replica spans; with ``divides_gpus`` that product
+    must divide the GPU count, and the train batch is split over data-parallel ranks times the micro
+    batch (verl's rules for Megatron).
     ``topology``: keys actor and critic must share under a shared placement, ``unset_follows`` the key
     an unset one of them means. ``lora_module_names``: the naming family of LoRA target modules, None
     for an engine that reads no LoRA setting.
@@ -62,6 +63,10 @@ class Engine:
         """The name of ``role``'s engine block inside the role's section."""
         return self.blocks.get(role, self.role_block)
 
+    def model_parallel_keys(self, role: str) -> tuple[tuple[str, str], ...]:
+        """:attr:`model_parallel` for ``role`` (a role name): (label, key relative to its section)."""
+        return tuple((label, key.format(block=self.block(role))) for label, key in self.model_parallel)
+
 
 DP = Engine(
     name="dp",
@@ -74,7 +79,8 @@ DP = Engine(
         ("ulysses_sp", "ulysses_sequence_parallel_size"),
         ("param_offload", "param_offload"),
     ),
-    model_parallel=(("ulysses_sequence_parallel_size", "ulysses_sequence_parallel_size"),),
+    # The engine reads the size in the role's FSDP block (verl copies a role-level value above 1 there).
+    model_parallel=(("ulysses_sequence_parallel_size", "{block}.ulysses_sequence_parallel_size"),),
     baseline_file="engine/fsdp.yaml",
     optimizer_file="optim/fsdp.yaml",
 )

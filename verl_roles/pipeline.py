@@ -1,6 +1,6 @@
 """The one path every composed config takes, for the CLI and the Python API alike:
-compose (Hydra) -> normalise legacy -> apply roles -> resolve -> validate -> add verl's flat LoRA keys
--> write.
+compose (Hydra) -> normalise legacy -> apply roles -> resolve -> validate -> write Megatron's
+sequence_parallel as verl uses it -> add verl's flat LoRA keys -> write.
 
 Hydra does the composing (the caller's job: :mod:`verl_roles.api`, the main job); :func:`finalize` runs
 the steps up to validation on its result. Each step that changes the unresolved config reports what
@@ -22,6 +22,7 @@ from verl_roles.errors import ConfigError
 from verl_roles.flat_lora import FlatLoraReport, add_flat_lora_keys
 from verl_roles.hydra_adapter.nodes import resolve_in_place
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, engine
+from verl_roles.sequence_parallel import SequenceParallelReport, write_effective_sequence_parallel
 
 # Every validation rule the main job runs, in the order they report.
 RULES: tuple[validate.Rule, ...] = (
@@ -30,7 +31,7 @@ RULES: tuple[validate.Rule, ...] = (
     roles.actor_and_critic_share_topology,
 )
 
-StepReport = legacy.LegacyReport | roles.RolesReport | FlatLoraReport
+StepReport = legacy.LegacyReport | roles.RolesReport | SequenceParallelReport | FlatLoraReport
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,8 @@ def finalize(
 
     Works on ``cfg`` itself (a freshly composed config nobody else holds): no copy is made.
     ``observe(report, cfg)``, when given, is called after each step that changes the config with its
-    report and ``cfg`` as that step left it (unresolved, except after the last step, the flat LoRA keys,
-    which works on the resolved config), to be read, never changed.
+    report and ``cfg`` as that step left it (unresolved, except after the last two steps, sequence_parallel
+    and the flat LoRA keys, which work on the resolved config), to be read, never changed.
     """
     _check_inputs(cfg, inputs)
     legacy_report = legacy.normalize_config(cfg, inputs.command, inputs.stock_config)
@@ -105,6 +106,10 @@ def finalize(
         notices=validate.NOTICES,
         followed=followed,
     )
+    # verl 0.9.1's McoreEngineConfig turns sequence_parallel off at tensor parallel size 1: write that.
+    sequence_parallel_report = write_effective_sequence_parallel(resolved, inputs.command, followed)
+    if observe is not None:
+        observe(sequence_parallel_report, resolved)
     # verl 0.9.1's FSDP and VeOmni engines read LoRA from flat keys: write them, derived from the block.
     flat_report = add_flat_lora_keys(resolved)
     if observe is not None:

@@ -34,6 +34,7 @@ from verl_roles.layout import (
     REF,
     ROLE_SECTIONS,
     ROLES,
+    ROLES_BY_NAME,
     ROLLOUT,
     Engine,
     engine,
@@ -76,7 +77,7 @@ def validate(
         raise ConfigError([_with_file_origin(cfg, problem) for problem in problems])
 
 
-def _source_of(key: str, followed: Mapping[str, str]) -> str:
+def source_of(key: str, followed: Mapping[str, str]) -> str:
     """The key ``key``'s value was set at: its reference followed to the end (a role block's leaf to
     the engine baseline, the ref's to the actor's)."""
     seen = {key}
@@ -98,7 +99,7 @@ def _roles_named(keys: Sequence[str]) -> str:
 def _shape(problem: Problem, followed: Mapping[str, str]) -> tuple[object, ...]:
     """What makes two problems the same problem once reported at their source key (the key's own name
     in the wording does not)."""
-    source = _source_of(problem.key, followed)
+    source = source_of(problem.key, followed)
     own = problem.key
     return (
         source,
@@ -128,7 +129,7 @@ def at_the_key_set(problems: Sequence[Problem], followed: Mapping[str, str]) -> 
             continue
         group = groups[_shape(problem, followed)]
         done.update(id(p) for p in group)
-        source = _source_of(problem.key, followed)
+        source = source_of(problem.key, followed)
         followers = [p.key for p in group if p.key != source]
         if not followers:
             merged.append(problem)
@@ -257,10 +258,15 @@ def _n_gpus(cfg: DictConfig) -> int | None:
     return per_node * nodes if per_node and nodes else None
 
 
+def _role_name(section: str) -> str:
+    """The name of the role whose section is ``section``."""
+    return next(name for name, path in ROLE_SECTIONS.items() if path == section)
+
+
 def _model_parallel(cfg: DictConfig, role: str) -> tuple[int, str]:
     """Ranks one model replica spans for ``role`` and how that product is spelled
     (``TP*PP*CP = 2*1*1``), from the engine's model-parallel keys."""
-    names = _engine(cfg).model_parallel
+    names = _engine(cfg).model_parallel_keys(_role_name(role))
     sizes = [_count(cfg, f"{role}.{key}") or 1 for _, key in names]
     product = 1
     for size in sizes:
@@ -280,7 +286,7 @@ def parallel_sizes_fit_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
         size, spelled = _model_parallel(cfg, role)
         if n_gpus % size:
             yield Problem(
-                key=f"{role}.{chosen.model_parallel[0][1]}",
+                key=f"{role}.{chosen.model_parallel_keys(_role_name(role))[0][1]}",
                 message=f"{spelled} = {size} does not divide the {n_gpus} GPUs "
                 "(trainer.n_gpus_per_node * trainer.nnodes)",
                 fix="pick tensor/pipeline/context parallel sizes whose product divides the GPU count, "
@@ -319,26 +325,53 @@ def batch_sizes_are_consistent(cfg: DictConfig) -> Iterable[Problem]:
                 fix="pick a micro batch size that divides the mini batch size",
             )
         if per_gpu is not None and mini is not None and n_gpus and micro is None:
-            size, spelled = _model_parallel(cfg, role)
-            dp = n_gpus // size if n_gpus % size == 0 else 0
-            per_rank = mini * n // dp if dp else 0
-            if dp and per_rank == 0:
-                yield Problem(
-                    key=f"{role}.ppo_mini_batch_size",
-                    message=f"gives each of the {dp} data-parallel ranks no sample "
-                    f"(ppo_mini_batch_size * rollout.n / dp = {mini}*{n}/{dp})",
-                    fix="raise ppo_mini_batch_size or rollout.n, or use fewer GPUs",
-                )
-            elif dp and per_rank % per_gpu:
-                yield Problem(
-                    key=f"{role}.ppo_micro_batch_size_per_gpu",
-                    message=f"({per_gpu}) does not divide the {per_rank} samples each data-parallel rank "
-                    f"trains per mini batch (ppo_mini_batch_size * rollout.n / dp = {mini}*{n}/{dp}, "
-                    f"dp = GPUs / {spelled})",
-                    fix="pick a micro batch size per GPU that divides it, or change ppo_mini_batch_size",
-                )
+            yield from _micro_batches_per_rank(cfg, role, mini * n, f"{mini}*{n}", per_gpu, n_gpus)
     yield from _log_prob_micro_batches(cfg)
     yield from _train_batch_fills_the_gpus(cfg, train, n, n_gpus)
+
+
+# Where verl 0.9.1 splits a role's mini batch at its first update (both assert; the run stops there).
+SPLIT_OVER_RANKS = "verl/workers/engine_workers.py, TrainingWorker.train_mini_batch"
+SPLIT_INTO_MICRO_BATCHES = "verl/workers/engine/utils.py, prepare_micro_batches"
+
+
+def _micro_batches_per_rank(
+    cfg: DictConfig, role: str, responses: int, spelled_responses: str, per_gpu: int, n_gpus: int
+) -> Iterable[Problem]:
+    """verl's engine workers split each mini batch (``ppo_mini_batch_size * rollout.n`` responses) evenly
+    over the data-parallel ranks, then each rank's share into micro batches of
+    ``ppo_micro_batch_size_per_gpu``; both splits are asserted at the first update, after the resources
+    are up. A micro batch larger than a rank's share is not clamped: it does not divide it either."""
+    size, spelled = _model_parallel(cfg, role)
+    if n_gpus % size:
+        return
+    dp = n_gpus // size
+    formula = f"ppo_mini_batch_size * rollout.n / dp = {spelled_responses}/{dp}, dp = GPUs / {spelled}"
+    per_rank = responses // dp
+    if per_rank == 0:
+        yield Problem(
+            key=f"{role}.ppo_mini_batch_size",
+            message=f"gives each of the {dp} data-parallel ranks no sample ({formula})",
+            fix="raise ppo_mini_batch_size or rollout.n, or use fewer GPUs",
+        )
+    elif responses % dp:
+        yield Problem(
+            key=f"{role}.ppo_mini_batch_size",
+            message=f"times rollout.n ({spelled_responses} = {responses} responses) does not split evenly "
+            f"over the {dp} data-parallel ranks (dp = GPUs / {spelled}); verl 0.9.1 asserts it at the first "
+            f"update ({SPLIT_OVER_RANKS})",
+            fix="pick ppo_mini_batch_size (or rollout.n) so that their product is a multiple of the "
+            "data-parallel size",
+        )
+    elif per_rank % per_gpu:
+        larger = ", and is larger than that share" if per_gpu > per_rank else ""
+        yield Problem(
+            key=f"{role}.ppo_micro_batch_size_per_gpu",
+            message=f"({per_gpu}) does not divide the {per_rank} samples each data-parallel rank trains per "
+            f"mini batch ({formula}){larger}; verl 0.9.1 splits a rank's share into whole micro batches and "
+            f"asserts it at the first update ({SPLIT_INTO_MICRO_BATCHES}), after the resources are up",
+            fix="pick a micro batch size per GPU that divides it, or change ppo_mini_batch_size",
+        )
 
 
 def _kl_in_reward(cfg: DictConfig) -> bool:
@@ -539,6 +572,11 @@ class Range:
     engine: str = ""
 
 
+# The Ulysses sequence parallel size under the FSDP engine: a role-level key (deprecated in verl) and the
+# same key in the role's FSDP block, which verl's engine reads.
+ULYSSES = "ulysses_sequence_parallel_size"
+
+
 ROLLOUT_PARALLEL_SIZES = (
     "tensor_model_parallel_size", "data_parallel_size", "expert_parallel_size",
     "pipeline_model_parallel_size",
@@ -557,10 +595,13 @@ def _engine_parallel_ranges() -> Iterable[Range]:
             if not size.endswith("_parallel_size"):
                 continue
             keys = [f"{chosen.baseline}.{size}"]
+            if chosen is DP and size == ULYSSES:
+                # The role-level keys first: the FSDP blocks follow them.
+                keys += [f"{section}.{ULYSSES}" for section in (ACTOR, REF, CRITIC)]
             for role in ROLES:
                 if role.engine_block:
                     keys.append(f"{role.section}.{chosen.block(role.name)}.{size}")
-                    keys += [f"{role.section}.{key}" for _, key in chosen.model_parallel
+                    keys += [f"{role.section}.{key}" for _, key in chosen.model_parallel_keys(role.name)
                              if key.endswith(size)]
             for key in dict.fromkeys(keys):
                 yield Range(key, AT_LEAST_ONE, PARALLEL, family=f"{chosen.name}.{size}", engine=chosen.name)
@@ -677,17 +718,57 @@ def deprecated_micro_batch_covers_the_gpus(cfg: DictConfig) -> Iterable[Problem]
         )
 
 
-def sequence_parallel_needs_remove_padding(cfg: DictConfig) -> Iterable[Problem]:
-    """verl's FSDPActorConfig.validate: Ulysses sequence parallelism of the actor needs padding removed."""
-    sp = _int(cfg, f"{ACTOR}.ulysses_sequence_parallel_size")
-    if _engine(cfg).name != "dp" or sp is None or sp <= 1 or _get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
-        return
-    if _get(cfg, "actor_rollout_ref.model.use_remove_padding") is not True:
+def _fsdp_roles_in_use(cfg: DictConfig) -> list[tuple[str, str]]:
+    """(role name, section) of each role verl builds an FSDP engine for with this config."""
+    if _engine(cfg) is not DP:
+        return []
+    roles = [("actor", ACTOR)]
+    if ref_in_use(cfg):
+        roles.append(("ref", REF))
+    if critic_in_use(cfg):
+        roles.append(("critic", CRITIC))
+    return roles
+
+
+def ulysses_size_is_set_one_way(cfg: DictConfig) -> Iterable[Problem]:
+    """A role-level Ulysses size above 1 and a different one in the role's FSDP block: verl 0.9.1 silently
+    runs one of them (the actor's and the ref's FSDPActorConfig copies the role-level value over the
+    block's; the critic's engine reads only the block). Our conf makes the block follow the role-level key,
+    so they differ only when both are set."""
+    for name, section in _fsdp_roles_in_use(cfg):
+        block = f"{section}.{DP.block(name)}.{ULYSSES}"
+        role_level, engine_value = _int(cfg, f"{section}.{ULYSSES}"), _int(cfg, block)
+        if role_level is None or engine_value is None or role_level <= 1 or role_level == engine_value:
+            continue
+        used = role_level if name != "critic" else engine_value
+        how = (
+            "verl 0.9.1 copies a role-level value above 1 over the FSDP block's (FSDPActorConfig)"
+            if name != "critic"
+            else "verl 0.9.1's critic engine reads only the FSDP block's (FSDPCriticConfig copies nothing)"
+        )
         yield Problem(
-            key=f"{ACTOR}.ulysses_sequence_parallel_size",
-            message=f"is {sp}, but actor_rollout_ref.model.use_remove_padding is not true; verl refuses "
-            "sequence parallelism of the actor/ref policy with padding kept",
-            fix="set actor_rollout_ref.model.use_remove_padding=true",
+            key=f"{section}.{ULYSSES}",
+            message=f"is {role_level}, but {block} is {engine_value}; {how}, so the {name} would run with "
+            f"{used} whatever resolved.yaml shows",
+            fix=f"set one of the two: {block} (verl's current key; the role-level key is deprecated in "
+            "verl), or both to the same value",
+        )
+
+
+def sequence_parallel_needs_remove_padding(cfg: DictConfig) -> Iterable[Problem]:
+    """verl's FSDP engine (and FSDPActorConfig.validate): Ulysses sequence parallelism needs padding
+    removed from the role's model."""
+    for name, section in _fsdp_roles_in_use(cfg):
+        key = f"{section}.{DP.block(name)}.{ULYSSES}"
+        sp = _int(cfg, key)
+        model = ROLES_BY_NAME["actor" if name == "ref" else name].model
+        if sp is None or sp <= 1 or _get(cfg, f"{model}.use_remove_padding") is True:
+            continue
+        yield Problem(
+            key=key,
+            message=f"is {sp}, but {model}.use_remove_padding is not true; verl's FSDP engine refuses "
+            "Ulysses sequence parallelism with padding kept",
+            fix=f"set {model}.use_remove_padding=true",
         )
 
 
@@ -800,6 +881,7 @@ RULES: tuple[Rule, ...] = (
     values_are_in_range,
     every_value_is_usable,
     deprecated_micro_batch_covers_the_gpus,
+    ulysses_size_is_set_one_way,
     sequence_parallel_needs_remove_padding,
     sampled_validation_needs_a_temperature,
     custom_reward_function_is_named,

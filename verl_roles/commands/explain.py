@@ -36,9 +36,12 @@ from verl_roles.layout import ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, read_command_line
 from verl_roles.pipeline import StepInputs, StepReport, finalize
 from verl_roles.roles import RolesReport
+from verl_roles.sequence_parallel import TURNED_OFF, SequenceParallelReport
 from verl_roles.wording import LIBRARY_ERRORS, KeyKnowledge, raise_translated, translate
 
 _REFERENCE = re.compile(r"\$\{([^${}:]+)\}")
+# Steps that work on the resolved config, where every interpolation "changed": only their own events count.
+RESOLVED_STEPS = frozenset({SequenceParallelReport.step, FlatLoraReport.step})
 
 
 class _Removed:
@@ -222,8 +225,8 @@ class _Pipeline:
 
     @property
     def latest(self) -> DictConfig:
-        """The unresolved config as the last step that ran left it (the flat LoRA step sees it resolved)."""
-        return next(cfg for stage, cfg in reversed(self.stages) if stage != FlatLoraReport.step)
+        """The unresolved config as the last step that ran left it (the last steps see it resolved)."""
+        return next(cfg for stage, cfg in reversed(self.stages) if stage not in RESOLVED_STEPS)
 
     def knows(self, key: str) -> bool:
         return any(raw_at(cfg, key) is not ABSENT for _, cfg in self.stages)
@@ -251,6 +254,11 @@ class _Pipeline:
                 else:
                     events.append(_Event(report.step, (old, new), f"legacy key {old} -> {new}{where}"))
             return events
+        if isinstance(report, SequenceParallelReport):
+            return [
+                _Event(report.step, (entry.key,), f"{TURNED_OFF}; {entry.tensor_parallel_key} is 1")
+                for entry in report.turned_off
+            ]
         if isinstance(report, FlatLoraReport):
             return [
                 _Event(report.step, (derived.flat_key,),
@@ -298,9 +306,7 @@ class _Pipeline:
                 for event in self.events
                 if event.stage == stage and any(_related(key, path) for path in event.paths)
             ]
-            # The flat LoRA step sees the resolved config, where every interpolation "changed": only
-            # its own events count.
-            changed = stage != FlatLoraReport.step and raw_at(before, key) != raw_at(after, key)
+            changed = stage not in RESOLVED_STEPS and raw_at(before, key) != raw_at(after, key)
             if not sources and changed:
                 sources = [f"pipeline step `{stage}`"]
             steps += [Step(source, raw) for source in sources]
