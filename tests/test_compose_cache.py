@@ -9,10 +9,12 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 import verl_roles
+from verl_roles.cmdline import CommandLine
 from verl_roles.flat_lora import add_flat_lora_keys
 from verl_roles.hydra_adapter.loader import NO_CACHE_ENV, compose_raw
 from verl_roles.hydra_adapter.yaml_dialect import load_yaml
 from verl_roles.output import to_yaml
+from verl_roles.sequence_parallel import write_effective_sequence_parallel
 
 # A group change, value overrides after the group choice and before it, adding and deleting keys, and
 # a reference to a section.
@@ -27,11 +29,12 @@ OVERRIDE_SETS = [
 
 def stock_hydra_and_omegaconf(monkeypatch: pytest.MonkeyPatch, overrides: list[str]) -> str:
     """The reference: Hydra's own loader, resolved by OmegaConf's own resolution, then the pipeline's
-    one step after resolution (verl's flat LoRA keys)."""
+    steps after resolution (Megatron's sequence_parallel as verl uses it, verl's flat LoRA keys)."""
     with monkeypatch.context() as patch:
         patch.setenv(NO_CACHE_ENV, "1")
         raw = compose_raw("ppo_trainer", overrides)
     resolved = OmegaConf.create(OmegaConf.to_container(raw, resolve=True))
+    write_effective_sequence_parallel(resolved, CommandLine.of(overrides), followed={})
     add_flat_lora_keys(resolved)
     return to_yaml(resolved)
 
