@@ -20,6 +20,10 @@ from verl_roles.layout import DEFAULT_ENGINE, ENGINES
 from verl_roles.main import main as main_job
 from verl_roles.verl_target import VERL_TARGET_VERSION
 
+# One pytest-xdist worker runs this module (`--dist loadgroup`, pyproject): every snapshot is rendered
+# once (the module fixture below), not once per worker that gets a test of this module.
+pytestmark = pytest.mark.xdist_group("snapshots")
+
 GENERATED = REPO / "_generated"
 SCRIPT = REPO / "scripts" / "generate_trainer_config.sh"
 FIX = "scripts/generate_trainer_config.sh"

@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import CONF, REPO, cli_env
 
+# One pytest-xdist worker runs this module (`--dist loadgroup`, pyproject): the wheel (built and
+# installed by a module fixture: two pip runs) is built once, not once per worker that gets a test.
+pytestmark = pytest.mark.xdist_group("wheel")
+
 
 def _source_copy(into: Path) -> Path:
     """A copy of the checkout's build inputs (as a clone has them), in ``into``."""
