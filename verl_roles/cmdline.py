@@ -344,6 +344,15 @@ class CommandLine:
                                         f"(see `verl-roles {command} --help`)"))
         return problems
 
+    def usage_problems(self, command: str) -> list[Problem]:
+        """:meth:`flag_problems`, and each argument that is no override, for a ``verl-roles COMMAND`` whose
+        arguments are all overrides."""
+        return self.flag_problems(command) + [
+            Problem(key=word.text, message="is not an override (KEY=VALUE)",
+                    fix=f"see `verl-roles {command} --help`")
+            for word in self.bare_words()
+        ]
+
     def without(self, spec: FlagSpec) -> CommandLine:
         """This command line without the flag ``spec`` (e.g. a command's own output option)."""
         items = tuple(i for i in self.items if not (isinstance(i, Flag) and i.spec == spec))

@@ -148,12 +148,7 @@ def failed_check_error(check: SweepCheck) -> ConfigError:
 
 def parse_args(args: Sequence[str]) -> CommandLine:
     command = CommandLine.parse(args, FLAGS)
-    problems = command.flag_problems("check-sweep")
-    problems += [
-        Problem(key=word.text, message="is not an override (KEY=VALUE)",
-                fix="see `verl-roles check-sweep --help`")
-        for word in command.bare_words()
-    ]
+    problems = command.usage_problems("check-sweep")
     if problems:
         raise ConfigError(problems)
     return command.without(MULTIRUN)

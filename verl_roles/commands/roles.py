@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from verl_roles.api import compose
 from verl_roles.cmdline import CONFIG_FLAGS, HELP, CommandLine, FlagSpec
 from verl_roles.commands.reporting import run_reporting_errors
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError
 from verl_roles.role_table import ROLE_COLUMNS, compared_roles, render_table, role_rows
 from verl_roles.roles import critic_off_reason
 
@@ -40,11 +40,7 @@ def run(args: list[str]) -> int:
 
 def parse_args(args: Sequence[str]) -> CommandLine:
     command = CommandLine.parse(args, FLAGS)
-    problems = command.flag_problems("roles")
-    problems += [
-        Problem(key=word.text, message="is not an override (KEY=VALUE)", fix="see `verl-roles roles --help`")
-        for word in command.bare_words()
-    ]
+    problems = command.usage_problems("roles")
     if problems:
         raise ConfigError(problems)
     return command

@@ -60,11 +60,7 @@ def run(args: list[str]) -> int:
 
 def parse_args(args: Sequence[str]) -> CommandLine:
     command = CommandLine.parse(args, FLAGS)
-    problems = command.flag_problems("show")
-    problems += [
-        Problem(key=word.text, message="is not an override (KEY=VALUE)", fix="see `verl-roles show --help`")
-        for word in command.bare_words()
-    ]
+    problems = command.usage_problems("show")
     role = command.flag(ROLE)
     if role is not None and role.value is not None and role.value not in ROLE_SECTIONS:
         problems.append(Problem(key="--role", message=f"{role.value!r} is not a role",
