@@ -178,11 +178,12 @@ def bench_cli(work: Path, repeats: int, verl_python: str | None) -> None:
 
 def bench_compose(repeats: int) -> float:
     import verl_roles
-    from verl_roles import legacy, pipeline, validate
+    from verl_roles import legacy, pipeline
     from verl_roles.cmdline import CommandLine
     from verl_roles.hydra_adapter.loader import NO_CACHE_ENV, compose_raw, compose_with_choices, stock_config
     from verl_roles.layout import PRIMARY_CONFIG
     from verl_roles.roles import apply_roles
+    from verl_roles.rules import RULES, validate
 
     def overrides(i: int) -> list[str]:
         return ["model_engine=megatron", f"critic.optim.lr={i + 1}e-6", f"trainer.total_epochs={i + 1}"]
@@ -201,7 +202,7 @@ def bench_compose(repeats: int) -> float:
         resolved = pipeline.resolve(cfg)
         times["resolve"] = time.perf_counter() - start
         start = time.perf_counter()
-        validate.validate(resolved, pipeline.RULES, extra=report.problems)
+        validate(resolved, RULES, extra=report.problems)
         times["validate"] = time.perf_counter() - start
         return times
 

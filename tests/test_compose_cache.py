@@ -12,7 +12,7 @@ import verl_roles
 from verl_roles.cmdline import CommandLine
 from verl_roles.flat_lora import add_flat_lora_keys
 from verl_roles.hydra_adapter.loader import NO_CACHE_ENV, compose_raw
-from verl_roles.hydra_adapter.yaml_dialect import load_yaml
+from verl_roles.omegaconf_adapter.yaml_dialect import load_yaml
 from verl_roles.output import to_yaml
 from verl_roles.sequence_parallel import write_effective_sequence_parallel
 

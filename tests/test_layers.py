@@ -1,5 +1,7 @@
-"""The layers the tree shows: imports inside verl_roles point one way (no cycle), only the Hydra adapter
-touches Hydra's or OmegaConf's private API, and the pipeline steps never compose a config."""
+"""The layers the tree shows, read from the tier map in code (verl_roles/tiers.py): every module is
+placed, imports point down or sideways (never up), there is no import cycle, composition is reached
+only through the API, and only the two halves of the Hydra adapter touch Hydra's or OmegaConf's
+private API, each listing the symbols it uses."""
 
 from __future__ import annotations
 
@@ -10,18 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-PACKAGE = REPO / "verl_roles"
-ADAPTER = "verl_roles.hydra_adapter"
+from verl_roles.tiers import ONLY_FROM, TIERS, rank, tier_of
 
-# What composes a config or runs Hydra: the commands, the API and the adapter's composing modules.
-COMPOSING = ("verl_roles.api", "verl_roles.commands", f"{ADAPTER}.loader", f"{ADAPTER}.app")
-# The core: the steps, rules, tables and models the commands are built from.
-CORE = (
-    "cmdline", "config_tree", "containment", "errors", "key_docs", "layout", "legacy", "limits",
-    "lora_rules", "notices",
-    "output", "paths", "pipeline", "role_table", "roles", "schema", "slime", "summary", "sweep_grid",
-    "text_table", "validate", "wording",
-)
+PACKAGE = REPO / "verl_roles"
+ADAPTERS = ("verl_roles.omegaconf_adapter", "verl_roles.hydra_adapter")
 
 # Private modules of Hydra and OmegaConf.
 PRIVATE_MODULES = ("hydra._internal", "omegaconf._utils", "omegaconf._impl", "omegaconf.grammar")
@@ -59,20 +53,68 @@ def package_imports(tree: ast.Module, own: str) -> set[str]:
     return {name for name in imported_names(tree) if name in MODULES and name not in (own, "verl_roles")}
 
 
+def graph() -> dict[str, set[str]]:
+    return {name: package_imports(tree, name) for name, tree in trees().items()}
+
+
+def test_every_module_is_placed_in_the_tier_map():
+    unplaced = sorted(name for name in MODULES if tier_of(name) is None)
+    assert not unplaced, f"modules the tier map (verl_roles/tiers.py) does not place: {unplaced}"
+
+
+def test_the_tier_map_names_only_what_exists():
+    heads = {name.split(".")[1] if "." in name else "" for name in MODULES}
+    stale = [entry for _, entries in TIERS for entry in entries if entry not in heads]
+    assert not stale, f"tier map entries with no module: {stale}"
+
+
+def upward_imports(imports: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in sorted(imports.items()):
+        here = tier_of(module)
+        for target in sorted(targets):
+            there = tier_of(target)
+            if here is None or there is None:
+                continue
+            if rank(there) > rank(here):
+                found.append(f"{module} ({here}) imports {target} ({there})")
+            elif there in ONLY_FROM and here != there and here not in ONLY_FROM[there]:
+                found.append(f"{module} ({here}) imports {target} ({there}; only {ONLY_FROM[there]} may)")
+    return found
+
+
+def test_no_import_points_up():
+    assert upward_imports(graph()) == []
+
+
+def test_the_direction_check_fails_on_an_upward_import():
+    """The check itself: a core module importing the composition tier, and a command skipping the API."""
+    fake = {
+        "verl_roles.rules.tables": {"verl_roles.hydra_adapter.loader"},
+        "verl_roles.commands.show": {"verl_roles.hydra_adapter.loader", "verl_roles.api"},
+        "verl_roles.errors": {"verl_roles.layout"},
+    }
+    assert upward_imports(fake) == [
+        "verl_roles.commands.show (commands) imports verl_roles.hydra_adapter.loader "
+        "(composition; only ('api',) may)",
+        "verl_roles.rules.tables (core) imports verl_roles.hydra_adapter.loader (composition)",
+    ]
+
+
 def test_no_import_cycle():
-    graph = {name: package_imports(tree, name) for name, tree in trees().items()}
+    imports = graph()
     cycles: list[str] = []
     done: set[str] = set()
 
     def visit(module: str, path: list[str]) -> None:
-        for target in sorted(graph[module]):
+        for target in sorted(imports[module]):
             if target in path:
                 cycles.append(" -> ".join([*path[path.index(target):], target]))
             elif target not in done:
                 visit(target, [*path, target])
         done.add(module)
 
-    for module in sorted(graph):
+    for module in sorted(imports):
         visit(module, [module])
     assert not cycles, "import cycles:\n" + "\n".join(sorted(set(cycles)))
 
@@ -90,26 +132,20 @@ def private_uses(tree: ast.Module) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith(ADAPTER)))
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith(ADAPTERS)))
 def test_only_the_adapter_touches_private_hydra_and_omegaconf_api(module):
     assert private_uses(trees()[module]) == []
 
 
-def test_the_adapter_says_which_private_symbols_it_uses():
-    docstring = ast.get_docstring(ast.parse((PACKAGE / "hydra_adapter" / "__init__.py").read_text()))
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_each_adapter_half_says_which_private_symbols_it_uses(adapter):
+    folder = PACKAGE / adapter.split(".")[1]
+    docstring = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
     for name, tree in trees().items():
-        if not name.startswith(ADAPTER):
+        if not name.startswith(adapter):
             continue
         for use in private_uses(tree):
             symbol = use.rsplit(".", 1)[-1] if use.startswith("line") else use.split()[-1]
             if symbol.startswith("hydra._internal") or symbol.startswith("omegaconf._"):
                 symbol = symbol.rsplit(".", 1)[-1]
-            assert symbol in docstring, f"{name} uses {use}, which the adapter's docstring does not list"
-
-
-@pytest.mark.parametrize("module", CORE)
-def test_core_never_composes(module):
-    """Steps get what they need from the caller (the command line, the stock config, key paths)."""
-    name = f"verl_roles.{module}"
-    imports = package_imports(trees()[name], name)
-    assert not [i for i in imports if i.startswith(COMPOSING)], imports
+            assert symbol in docstring, f"{name} uses {use}, which {adapter}'s docstring does not list"

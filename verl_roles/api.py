@@ -1,4 +1,10 @@
-"""The Python API: compose the same resolved, validated config the CLI writes."""
+"""The API: the one way the commands reach composition, and ``verl_roles.compose``, its public face.
+
+:func:`compose` composes the same resolved, validated config the CLI writes. The other names are the
+composition tier's services the commands use (the tier map, verl_roles/tiers.py, lets nothing above
+composition import it except this module): Hydra's raw composition, the key paths of a composition,
+the stock config of an engine, the files of a defaults list, and the main job as a Hydra app.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +14,36 @@ from omegaconf import DictConfig
 
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError
-from verl_roles.hydra_adapter.loader import compose_with_choices, composed_key_paths, stock_config
+from verl_roles.hydra_adapter.app import AppRun, job_outcome, run_app
+from verl_roles.hydra_adapter.loader import (
+    LoadedDefault,
+    compose_raw,
+    compose_with_choices,
+    composed_key_paths,
+    composition_error,
+    defaults_files,
+    defaults_layers,
+    stock_config,
+)
 from verl_roles.layout import PRIMARY_CONFIG
 from verl_roles.legacy import read_command_line
 from verl_roles.pipeline import StepInputs, finalize
 from verl_roles.wording import LIBRARY_ERRORS, raise_translated
+
+__all__ = [
+    "AppRun",
+    "LoadedDefault",
+    "compose",
+    "compose_raw",
+    "compose_with_choices",
+    "composed_key_paths",
+    "composition_error",
+    "defaults_files",
+    "defaults_layers",
+    "job_outcome",
+    "run_app",
+    "stock_config",
+]
 
 
 def compose(

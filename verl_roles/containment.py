@@ -28,9 +28,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.errors import Problem
-from verl_roles.hydra_adapter.yaml_dialect import key_lines, load_plain
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS
 from verl_roles.limits import read_config_file
+from verl_roles.omegaconf_adapter.yaml_dialect import key_lines, load_plain
 from verl_roles.slime import RESOURCE_KEYS
 
 # Each role group and the section its options set.

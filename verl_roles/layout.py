@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 # The one primary config (conf/ppo_trainer.yaml); a command line without --config-name composes it.
 PRIMARY_CONFIG = "ppo_trainer"
+
+# Our top-level switch: with a shared placement, actor and critic use one parallel topology.
+TOPOLOGY_SETTING = "actor_critic_same_topology"
 
 # The top-level config group that picks the training engine for every role (also the key that records
 # the choice in the composed config).
@@ -62,6 +66,13 @@ class Engine:
     def block(self, role: str) -> str:
         """The name of ``role``'s engine block inside the role's section."""
         return self.blocks.get(role, self.role_block)
+
+    def effective_value(self, block: Mapping[str, Any], key: str) -> Any:
+        """The value of ``key`` in a role's engine ``block`` as the engine uses it: an unset key that
+        follows another (:attr:`unset_follows`) has that key's value."""
+        value = block.get(key)
+        follows = self.unset_follows.get(key)
+        return block.get(follows) if value is None and follows is not None else value
 
     def model_parallel_keys(self, role: str) -> tuple[tuple[str, str], ...]:
         """:attr:`model_parallel` for ``role`` (a role name): (label, key relative to its section)."""

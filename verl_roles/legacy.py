@@ -33,8 +33,6 @@ from omegaconf import DictConfig, OmegaConf
 from verl_roles import paths
 from verl_roles.cmdline import CommandLine, Override
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.hydra_adapter.nodes import ABSENT, raw_at
-from verl_roles.hydra_adapter.overrides import element_text
 from verl_roles.layout import (
     CRITIC,
     DEFAULT_ENGINE,
@@ -45,6 +43,8 @@ from verl_roles.layout import (
     PRIMARY_CONFIG,
 )
 from verl_roles.notices import ConfigDeprecationWarning, warn
+from verl_roles.omegaconf_adapter.nodes import ABSENT, raw_at
+from verl_roles.omegaconf_adapter.override_text import element_text
 
 Convert = Callable[[object], object]
 

@@ -19,8 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_roles import paths
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.hydra_adapter.yaml_dialect import dump
 from verl_roles.layout import ROLE_SECTIONS
+from verl_roles.omegaconf_adapter.yaml_dialect import dump
 
 # The file whose presence says a run's file set is complete (written last).
 RESOLVED = "resolved.yaml"

@@ -3,7 +3,7 @@
 Paths are Hydra's: dot-separated names, a list item by its index (``optim.betas.0``). On an OmegaConf
 config they are ``OmegaConf.select`` / ``OmegaConf.update``; on plain containers (a config turned into
 dicts and lists) the same walk. The raw (unresolved) value at a path is
-:func:`verl_roles.hydra_adapter.nodes.raw_at`.
+:func:`verl_roles.omegaconf_adapter.nodes.raw_at`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import Container, OmegaConf, open_dict
 
-from verl_roles.hydra_adapter.nodes import ABSENT
+from verl_roles.omegaconf_adapter.nodes import ABSENT
 
 
 def get(node: Any, path: str, default: Any = ABSENT) -> Any:

@@ -16,20 +16,16 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import containment, legacy, lora_rules, roles, validate
+from verl_roles import containment, legacy, roles
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError
 from verl_roles.flat_lora import FlatLoraReport, add_flat_lora_keys
-from verl_roles.hydra_adapter.nodes import resolve_in_place
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, engine
+from verl_roles.omegaconf_adapter.nodes import resolve_in_place
+from verl_roles.rules import NOTICES, RULES, validate
+from verl_roles.rules.sections import section_problems
+from verl_roles.rules.tables import removed_checked_keys
 from verl_roles.sequence_parallel import SequenceParallelReport, write_effective_sequence_parallel
-
-# Every validation rule the main job runs, in the order they report.
-RULES: tuple[validate.Rule, ...] = (
-    *validate.RULES,
-    lora_rules.lora_blocks_are_valid,
-    roles.actor_and_critic_share_topology,
-)
 
 StepReport = legacy.LegacyReport | roles.RolesReport | SequenceParallelReport | FlatLoraReport
 
@@ -63,7 +59,7 @@ def resolve(cfg: DictConfig, followed: dict[str, str] | None = None) -> DictConf
 def _check_inputs(cfg: DictConfig, inputs: StepInputs) -> None:
     """What stops the steps before they start: a section removed or replaced by a value, and a key of
     a role option of the user's that the config does not have."""
-    problems = validate.section_problems(cfg)
+    problems = section_problems(cfg)
     if not problems and inputs.command.config_dir_path() is not None:
         sources = roles.RoleSources(inputs.command, inputs.choices)
         options = {group: sources.options(group) for group in ROLE_GROUPS.values()}
@@ -98,12 +94,12 @@ def finalize(
     # and nothing is written before finalize returns, so a problem still stops the run first.
     followed: dict[str, str] = {}
     resolved = resolve(cfg, followed)
-    removed = validate.removed_checked_keys(resolved, inputs.command.deleted_keys())
-    validate.validate(
+    removed = removed_checked_keys(resolved, inputs.command.deleted_keys())
+    validate(
         resolved,
         RULES,
         extra=[*roles_report.problems, *removed],
-        notices=validate.NOTICES,
+        notices=NOTICES,
         followed=followed,
     )
     # verl 0.9.1's McoreEngineConfig turns sequence_parallel off at tensor parallel size 1: write that.

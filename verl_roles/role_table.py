@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.layout import ENGINE_KEY, ROLE_SECTIONS, engine
+from verl_roles.rules.values import critic_in_use
 from verl_roles.text_table import render_rows
-from verl_roles.validate import critic_in_use
 
 # Columns, in the order shown.
 ROLE_COLUMNS: tuple[str, ...] = ("actor", "ref", "critic", "rollout")

@@ -15,8 +15,8 @@ This step also drops resource keys from roles (placement follows ``trainer.*``),
 overrides when the algorithm trains no critic (verl ignores them), catches a role option file without
 its package header, and, with ``actor_critic_same_topology`` on, makes the critic follow the actor's
 Megatron parallel layout wherever the critic's own is not set; it reports what it did
-(:class:`RolesReport`). The actor/critic topology rule (:func:`actor_and_critic_share_topology`: an
-explicit mismatch is an error) is a validation rule kept here with the other role rules.
+(:class:`RolesReport`). The actor/critic topology rule (an explicit mismatch is an error) is
+:mod:`verl_roles.rules.topology`.
 """
 
 from __future__ import annotations
@@ -30,13 +30,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from verl_roles import paths, slime
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, Engine, engine
+from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, TOPOLOGY_SETTING, engine
 from verl_roles.notices import warn
+from verl_roles.rules.values import critic_in_use
 from verl_roles.slime import SLIME_PATH_KEY
-from verl_roles.validate import critic_in_use
-
-# Top-level switch of the actor/critic topology rule.
-TOPOLOGY_SETTING = "actor_critic_same_topology"
 
 # The one command-line key under `critic` that is a switch, not a critic override.
 CRITIC_SWITCH = "critic.enable"
@@ -310,7 +307,7 @@ def _critic_follows_actor_layout(cfg: DictConfig) -> tuple[str, ...]:
         critic[key] = "${" + f"{actor_block}.{key}" + "}"
         followed.append(key)
     if followed:
-        shown = ", ".join(f"{key}={_effective(actor, key, chosen)}" for key in followed)
+        shown = ", ".join(f"{key}={chosen.effective_value(actor, key)}" for key in followed)
         warn(
             f"{critic_block} follows the actor's parallel layout ({shown}), since {TOPOLOGY_SETTING}=true "
             f"and the critic sets none of its own; verl alone would give the critic the common baseline "
@@ -318,43 +315,3 @@ def _critic_follows_actor_layout(cfg: DictConfig) -> tuple[str, ...]:
             f"{TOPOLOGY_SETTING}=false to let it keep the baseline."
         )
     return tuple(f"{critic_block}.{key}" for key in followed)
-
-
-def _effective(block: DictConfig, key: str, chosen: Engine) -> Any:
-    value = block.get(key)
-    follows = chosen.unset_follows.get(key)
-    return block.get(follows) if value is None and follows is not None else value
-
-
-def actor_and_critic_share_topology(cfg: DictConfig) -> Iterable[Problem]:
-    """PPO with a shared placement (``actor_critic_same_topology: true``, the default): the actor and the
-    critic must use the same parallel topology (the engine's ``topology`` keys: Megatron's). Under dp
-    the setting has no effect, because each FSDP role builds its own device mesh (Ulysses sizes may
-    differ)."""
-    setting = cfg.get(TOPOLOGY_SETTING, True)
-    chosen = engine(cfg.get(ENGINE_KEY))
-    # A value that is not a boolean is reported by the schema check.
-    if setting is not True or not chosen.topology or not critic_in_use(cfg):
-        return
-    actor_block = f"{ROLE_SECTIONS['actor']}.{chosen.block('actor')}"
-    critic_block = f"{ROLE_SECTIONS['critic']}.{chosen.block('critic')}"
-    actor, critic = OmegaConf.select(cfg, actor_block), OmegaConf.select(cfg, critic_block)
-    for key in chosen.topology:
-        if key in chosen.unset_follows and actor.get(key) is None and critic.get(key) is None:
-            # Unset on both sides: it follows another key, which is compared on its own.
-            continue
-        a, c = _effective(actor, key, chosen), _effective(critic, key, chosen)
-        if a == c:
-            continue
-        yield Problem(
-            key=f"{critic_block}.{key}",
-            message=(
-                f"actor and critic differ: {actor_block}.{key}={a}, {critic_block}.{key}={c}; PPO with a "
-                f"shared placement needs one parallel topology for both ({TOPOLOGY_SETTING}=true)"
-            ),
-            fix=(
-                f"give both roles the same value, e.g. {chosen.baseline}.{key}={a} once for every role and "
-                f"no per-role value, or {critic_block}.{key}={a}; or set {TOPOLOGY_SETTING}=false if your "
-                "trainer places the critic on its own GPUs"
-            ),
-        )

@@ -31,8 +31,8 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig
 
 from verl_roles.errors import Problem
-from verl_roles.hydra_adapter.nodes import ABSENT, raw_at, raw_items
 from verl_roles.layout import ENGINE_KEY
+from verl_roles.omegaconf_adapter.nodes import ABSENT, raw_at, raw_items
 from verl_roles.own_types import OWN_TYPES
 
 REFERENCE_FILE = Path(__file__).with_name("verl_reference.json")

@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf, read_write
 from verl_roles.cmdline import CommandLine
 from verl_roles.layout import ENGINE_KEY, MEGATRON, ROLES, engine
 from verl_roles.notices import warn
-from verl_roles.validate import source_of
+from verl_roles.rules.runner import source_of
 from verl_roles.verl_target import VERL_TARGET_VERSION
 
 SEQUENCE_PARALLEL = "sequence_parallel"

@@ -32,9 +32,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl_roles import paths
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, yaml_problem
-from verl_roles.hydra_adapter.yaml_dialect import load_plain
 from verl_roles.layout import OPTIM_BLOCK, ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
 from verl_roles.limits import read_config_file
+from verl_roles.omegaconf_adapter.yaml_dialect import load_plain
 
 # Top-level key naming a slime per-role YAML file.
 SLIME_PATH_KEY = "megatron_config_path"

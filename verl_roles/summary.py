@@ -15,7 +15,7 @@ from verl_roles.layout import (
     Engine,
     engine,
 )
-from verl_roles.validate import critic_in_use
+from verl_roles.rules.values import critic_in_use
 
 
 def _fmt(value: object) -> str:

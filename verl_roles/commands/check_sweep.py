@@ -18,11 +18,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from verl_roles.api import compose
+from verl_roles.api import compose, compose_raw, composed_key_paths
 from verl_roles.cmdline import CONFIG_FLAGS, HELP, MULTIRUN, NO_VALUE, CommandLine, FlagSpec
 from verl_roles.commands.reporting import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.hydra_adapter.loader import compose_raw, composed_key_paths
 from verl_roles.legacy import read_command_line
 from verl_roles.notices import ConfigWarning
 from verl_roles.sweep_grid import SweepPoint, master_overrides, sweep_points, swept_keys

@@ -3,7 +3,7 @@ that produced it.
 
 Hydra merges the files of the defaults list in order, then applies the command-line overrides.
 We ask Hydra for that same defaults list, load each file at its package exactly as Hydra does
-(:func:`verl_roles.hydra_adapter.loader.defaults_layers`), and record every file that sets KEY (or a
+(:func:`verl_roles.api.defaults_layers`), and record every file that sets KEY (or a
 section holding it); then the command-line overrides. Then the composed config goes through the real
 :func:`verl_roles.pipeline.finalize`, whose steps report what they did (a legacy key moved out of a
 config file, a value of the slime file named by ``megatron_config_path``, a role resource key
@@ -21,19 +21,19 @@ from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
-from verl_roles.commands.reporting import run_reporting_errors
-from verl_roles.errors import ConfigError, Problem
-from verl_roles.flat_lora import FlatLoraReport
-from verl_roles.hydra_adapter.loader import (
+from verl_roles.api import (
     compose_with_choices,
     composed_key_paths,
     defaults_layers,
     stock_config,
 )
-from verl_roles.hydra_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
+from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
+from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.errors import ConfigError, Problem
+from verl_roles.flat_lora import FlatLoraReport
 from verl_roles.layout import ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, read_command_line
+from verl_roles.omegaconf_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
 from verl_roles.pipeline import StepInputs, StepReport, finalize
 from verl_roles.roles import RolesReport
 from verl_roles.sequence_parallel import TURNED_OFF, SequenceParallelReport

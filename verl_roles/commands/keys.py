@@ -17,12 +17,12 @@ from pathlib import Path
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import paths
+from verl_roles.api import compose_with_choices, defaults_files
 from verl_roles.cmdline import CONFIG_FLAGS, HELP, CommandLine, FlagSpec
 from verl_roles.commands.reporting import run_reporting_errors
 from verl_roles.commands.show import matches
 from verl_roles.config_tree import ConfigTree
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.hydra_adapter.loader import compose_with_choices, defaults_files
 from verl_roles.key_docs import MountedFile, key_comments
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.legacy import read_command_line

@@ -1,7 +1,7 @@
 """The main job: ``python -m verl_roles.main [hydra overrides]``.
 
 A Hydra app (so ``--cfg job``, ``--resolve``, ``--info defaults``, ``--config-dir`` and ``-m`` behave as
-in any Hydra app; :func:`verl_roles.hydra_adapter.app.run_app`). Each job composes, validates and
+in any Hydra app; :func:`verl_roles.api.run_app`). Each job composes, validates and
 resolves the config, prints a per-role summary and writes ``resolved.yaml`` and ``roles/<role>.yaml``
 into Hydra's output directory.
 
@@ -23,6 +23,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from verl_roles.api import composed_key_paths, composition_error, run_app, stock_config
 from verl_roles.cmdline import CONFIG_PATH, EXPERIMENTAL_RERUN, HELP, HYDRA_FLAGS, CommandLine, FlagSpec
 from verl_roles.commands import sweep
 from verl_roles.commands.check_sweep import CHECK_SWEEP, failed_check_error, run_check
@@ -31,8 +32,6 @@ from verl_roles.commands.reporting import report, run_reporting_errors
 from verl_roles.commands.show import composition_note, mark_hydra_copy, shows_composition
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, VerlRolesError
-from verl_roles.hydra_adapter.app import run_app
-from verl_roles.hydra_adapter.loader import composed_key_paths, composition_error, stock_config
 from verl_roles.installation import print_shadowing_notice
 from verl_roles.layout import PRIMARY_CONFIG, ROLE_SECTIONS
 from verl_roles.legacy import read_command_line

@@ -22,8 +22,8 @@ from verl_roles.api import compose
 from verl_roles.cmdline import CFG, CONFIG_FLAGS, HELP, INFO, PACKAGE, REQUIRED, CommandLine, FlagSpec
 from verl_roles.commands.reporting import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.hydra_adapter.yaml_dialect import dump_lines
 from verl_roles.layout import ROLE_SECTIONS
+from verl_roles.omegaconf_adapter.yaml_dialect import dump_lines
 from verl_roles.output import run_files, write_atomic
 
 USAGE = """usage: verl-roles show [--role ROLE] [--keys GLOB]... [--config-name NAME] [--config-dir DIR]

@@ -28,8 +28,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from verl_roles.api import job_outcome
 from verl_roles.cmdline import CommandLine
-from verl_roles.hydra_adapter.app import job_outcome
 from verl_roles.output import write_atomic
 from verl_roles.sweep_grid import swept_keys
 

@@ -1,8 +1,10 @@
-"""The one Hydra adapter: the only code of verl_roles that touches Hydra's or OmegaConf's private API.
+"""The Hydra adapter, upper half: composition through Hydra's own loader, and the main job as a Hydra app.
 
-Everything above it (the pipeline steps, the rules, the commands) uses Hydra and OmegaConf through
-their public API and this package. Each private symbol used, and the test that fails when a Hydra or
-OmegaConf release changes it (Hydra is pinned below 1.4, OmegaConf below 2.4):
+It sits above the core (it calls the gate and the steps on what it composes) and below the API and the
+commands, which reach it only through :mod:`verl_roles.api`. Together with
+:mod:`verl_roles.omegaconf_adapter` (the lower half, below the core) it is the only code of verl_roles
+that touches Hydra's or OmegaConf's private API. Each private symbol used here, and the test that fails
+when a Hydra release changes it (Hydra is pinned below 1.4, OmegaConf below 2.4):
 
 ``loader`` (composition, caches, defaults-list layers)
   - ``hydra._internal.config_loader_impl.ConfigLoaderImpl``: subclassed; overrides
@@ -39,22 +41,6 @@ OmegaConf release changes it (Hydra is pinned below 1.4, OmegaConf below 2.4):
     (``test_an_invalid_job_fails_alone``: only our loader lets one job fail alone).
   - ``hydra.core.utils.JobReturn._return_value``: a job's return value without Hydra's re-raise --
     tests/test_sweep.py (``test_grid_writes_every_job_and_the_summary``).
-``overrides``
-  - ``hydra.core.override_parser.types.Override._get_value_element_as_str``: a value written back as
-    override text -- tests/test_legacy.py (``test_value_translation_applies_to_every_sweep_value``).
-``yaml_dialect``
-  - ``omegaconf._utils.get_yaml_loader`` (its implicit resolvers) and ``OmegaConfDumper.str_representer``
-    -- tests/test_compose_cache.py (``test_fast_yaml_loader_*``), tests/test_output_yaml.py.
-``nodes`` (OmegaConf node internals)
-  - ``omegaconf._impl._resolve_container_value``: what ``OmegaConf.resolve`` does for one key of a
-    container, run on the keys the plain-reference copy left; ``omegaconf._impl._resolve``: a
-    referenced section resolved before it is copied -- tests/test_compose_cache.py (resolution
-    equals OmegaConf's), tests/test_snapshots.py.
-  - ``Node._get_node``, ``_is_interpolation``, ``_is_missing``, ``_is_none``, ``_value``, ``_set_value``,
-    ``Container.__dict__["_content"]``, ``ValueNode._val`` -- tests/test_compose_cache.py (resolution
-    equals OmegaConf's), tests/test_explain.py (raw values), tests/test_errors.py (did-you-mean key
-    paths, mandatory values), tests/test_schema.py (the type check reads values through ``raw_items``),
-    tests/test_bad_inputs.py (NaN at any key: ``scalar_leaves``).
-
-``tests/test_layers.py`` fails when any module outside this package uses one of these.
+``tests/test_layers.py`` fails when any module outside the two adapter packages uses a private symbol,
+and when a symbol used here is not listed above.
 """

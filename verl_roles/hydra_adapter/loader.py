@@ -72,10 +72,10 @@ from verl_roles import containment
 from verl_roles.cmdline import hydra_parse
 from verl_roles.config_tree import CONF_DIR, is_internal_group
 from verl_roles.errors import ConfigError, Problem, one_paragraph
-from verl_roles.hydra_adapter.nodes import key_paths
-from verl_roles.hydra_adapter.yaml_dialect import header_line, key_lines, load_plain, load_yaml, to_config
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, PRIMARY_CONFIG
 from verl_roles.limits import read_config_file
+from verl_roles.omegaconf_adapter.nodes import key_paths
+from verl_roles.omegaconf_adapter.yaml_dialect import header_line, key_lines, load_plain, load_yaml, to_config
 
 # Set VERL_ROLES_NO_CACHE=1 to compose exactly as stock Hydra does (for benchmarks and bisecting).
 NO_CACHE_ENV = "VERL_ROLES_NO_CACHE"

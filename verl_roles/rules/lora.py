@@ -20,7 +20,7 @@ from verl_roles.layout import (
     Engine,
     engine,
 )
-from verl_roles.validate import is_int, is_number
+from verl_roles.rules.values import is_int, is_number
 
 LORA_TYPES = ("lora", "vlm_lora", "canonical_lora", "dora")
 

@@ -1,0 +1,263 @@
+"""Rules across keys: parallel sizes against the GPUs, batch sizes against each other and the ranks,
+Ulysses and sequence parallel settings, validation sampling, the custom reward function.
+
+The rules refuse what verl refuses, no more: what its ``validate_config`` and its dataclasses'
+``__post_init__`` / ``validate()`` reject, and what would crash its workers once started (a batch that
+does not split into micro batches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from omegaconf import DictConfig
+
+from verl_roles.errors import Problem
+from verl_roles.layout import ACTOR, CRITIC, DP, REF, ROLES_BY_NAME, ROLLOUT
+from verl_roles.rules.tables import ULYSSES
+from verl_roles.rules.values import (
+    count,
+    engine_of,
+    fsdp_roles_in_use,
+    get,
+    get_int,
+    gpu_count,
+    model_parallel,
+    number,
+    ref_in_use,
+    role_name,
+    trained_roles,
+)
+
+
+def parallel_sizes_fit_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
+    """Under an engine whose model parallel sizes divide the GPUs (megatron: every role's TP*PP*CP), the
+    product must divide the GPU count (verl's validate_config)."""
+    n_gpus = gpu_count(cfg)
+    chosen = engine_of(cfg)
+    if not chosen.divides_gpus or not n_gpus:
+        return
+    for role in (ACTOR, REF, CRITIC):
+        size, spelled = model_parallel(cfg, role)
+        if n_gpus % size:
+            yield Problem(
+                key=f"{role}.{chosen.model_parallel_keys(role_name(role))[0][1]}",
+                message=f"{spelled} = {size} does not divide the {n_gpus} GPUs "
+                "(trainer.n_gpus_per_node * trainer.nnodes)",
+                fix="pick tensor/pipeline/context parallel sizes whose product divides the GPU count, "
+                "or change trainer.n_gpus_per_node / trainer.nnodes",
+            )
+
+
+def batch_sizes_are_consistent(cfg: DictConfig) -> Iterable[Problem]:
+    """verl's batch rules: mini <= train batch, micro set one way, and the splits divide evenly.
+
+    ``ppo_mini_batch_size`` counts prompts like ``data.train_batch_size``; each worker trains on
+    ``ppo_mini_batch_size * rollout.n / data_parallel_size`` responses, split into micro batches.
+    """
+    train = count(cfg, "data.train_batch_size")
+    n = count(cfg, f"{ROLLOUT}.n") or 1
+    n_gpus = gpu_count(cfg)
+    for role in trained_roles(cfg):
+        if get(cfg, f"{role}.use_dynamic_bsz") is True:
+            continue
+        mini = count(cfg, f"{role}.ppo_mini_batch_size")
+        micro = count(cfg, f"{role}.ppo_micro_batch_size")
+        per_gpu = count(cfg, f"{role}.ppo_micro_batch_size_per_gpu")
+        if train is not None and mini is not None and train < mini:
+            yield Problem(
+                key=f"{role}.ppo_mini_batch_size",
+                message=f"is {mini} prompts, more than data.train_batch_size = {train} prompts",
+                expected=f"at most data.train_batch_size ({train})",
+                fix=f"lower {role}.ppo_mini_batch_size or raise data.train_batch_size",
+            )
+        if micro is not None and per_gpu is not None:
+            yield _micro_batch_set_twice(role, "ppo_micro_batch_size", micro, per_gpu)
+        elif micro is not None and mini is not None and mini % micro:
+            yield Problem(
+                key=f"{role}.ppo_micro_batch_size",
+                message=f"({micro}) does not divide ppo_mini_batch_size ({mini})",
+                fix="pick a micro batch size that divides the mini batch size",
+            )
+        if per_gpu is not None and mini is not None and n_gpus and micro is None:
+            yield from _micro_batches_per_rank(cfg, role, mini * n, f"{mini}*{n}", per_gpu, n_gpus)
+    yield from _log_prob_micro_batches(cfg)
+    yield from _train_batch_fills_the_gpus(cfg, train, n, n_gpus)
+
+
+# Where verl 0.9.1 splits a role's mini batch at its first update (both assert; the run stops there).
+SPLIT_OVER_RANKS = "verl/workers/engine_workers.py, TrainingWorker.train_mini_batch"
+SPLIT_INTO_MICRO_BATCHES = "verl/workers/engine/utils.py, prepare_micro_batches"
+
+
+def _micro_batches_per_rank(
+    cfg: DictConfig, role: str, responses: int, spelled_responses: str, per_gpu: int, n_gpus: int
+) -> Iterable[Problem]:
+    """verl's engine workers split each mini batch (``ppo_mini_batch_size * rollout.n`` responses) evenly
+    over the data-parallel ranks, then each rank's share into micro batches of
+    ``ppo_micro_batch_size_per_gpu``; both splits are asserted at the first update, after the resources
+    are up. A micro batch larger than a rank's share is not clamped: it does not divide it either."""
+    size, spelled = model_parallel(cfg, role)
+    if n_gpus % size:
+        return
+    dp = n_gpus // size
+    formula = f"ppo_mini_batch_size * rollout.n / dp = {spelled_responses}/{dp}, dp = GPUs / {spelled}"
+    per_rank = responses // dp
+    if per_rank == 0:
+        yield Problem(
+            key=f"{role}.ppo_mini_batch_size",
+            message=f"gives each of the {dp} data-parallel ranks no sample ({formula})",
+            fix="raise ppo_mini_batch_size or rollout.n, or use fewer GPUs",
+        )
+    elif responses % dp:
+        yield Problem(
+            key=f"{role}.ppo_mini_batch_size",
+            message=f"times rollout.n ({spelled_responses} = {responses} responses) does not split evenly "
+            f"over the {dp} data-parallel ranks (dp = GPUs / {spelled}); verl 0.9.1 asserts it at the first "
+            f"update ({SPLIT_OVER_RANKS})",
+            fix="pick ppo_mini_batch_size (or rollout.n) so that their product is a multiple of the "
+            "data-parallel size",
+        )
+    elif per_rank % per_gpu:
+        larger = ", and is larger than that share" if per_gpu > per_rank else ""
+        yield Problem(
+            key=f"{role}.ppo_micro_batch_size_per_gpu",
+            message=f"({per_gpu}) does not divide the {per_rank} samples each data-parallel rank trains per "
+            f"mini batch ({formula}){larger}; verl 0.9.1 splits a rank's share into whole micro batches and "
+            f"asserts it at the first update ({SPLIT_INTO_MICRO_BATCHES}), after the resources are up",
+            fix="pick a micro batch size per GPU that divides it, or change ppo_mini_batch_size",
+        )
+
+
+
+def _log_prob_micro_batches(cfg: DictConfig) -> Iterable[Problem]:
+    """verl's validate_config checks these only with the actor's static batches, the ref's only when a
+    reference policy runs."""
+    if get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
+        return
+    for role in (REF, ROLLOUT) if ref_in_use(cfg) else (ROLLOUT,):
+        micro = count(cfg, f"{role}.log_prob_micro_batch_size")
+        per_gpu = count(cfg, f"{role}.log_prob_micro_batch_size_per_gpu")
+        if micro is not None and per_gpu is not None:
+            yield _micro_batch_set_twice(role, "log_prob_micro_batch_size", micro, per_gpu)
+
+
+def _micro_batch_set_twice(role: str, name: str, micro: int, per_gpu: int) -> Problem:
+    """``<name>`` (deprecated in verl) and ``<name>_per_gpu`` both set on ``role``."""
+    return Problem(
+        key=f"{role}.{name}",
+        message=f"and {role}.{name}_per_gpu are both set ({micro} and {per_gpu}); "
+        "the micro batch is set one way only",
+        fix=f"remove {role}.{name} (deprecated in verl) and keep {role}.{name}_per_gpu",
+    )
+
+
+def _train_batch_fills_the_gpus(
+    cfg: DictConfig, train: int | None, n: int, n_gpus: int | None
+) -> Iterable[Problem]:
+    """verl: ``train_batch_size * rollout.n`` must split evenly over the smallest possible batch."""
+    if train is None or not n_gpus or get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
+        return
+    if engine_of(cfg).divides_gpus:
+        size, _ = model_parallel(cfg, ACTOR)
+        per_gpu = count(cfg, f"{ACTOR}.ppo_micro_batch_size_per_gpu")
+        if n_gpus % size or per_gpu is None:
+            return
+        minimal, how = (n_gpus // size) * per_gpu, "data-parallel size * ppo_micro_batch_size_per_gpu"
+    else:
+        minimal, how = n_gpus, "the GPU count"
+    if (train * n) % minimal:
+        yield Problem(
+            key="data.train_batch_size",
+            message=f"times rollout.n ({train}*{n} = {train * n} responses) does not split evenly over "
+            f"{minimal} ({how})",
+            fix="pick data.train_batch_size (or rollout.n) so that their product is a multiple of it",
+        )
+
+
+
+def deprecated_micro_batch_covers_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
+    """verl's ActorConfig.validate: the deprecated global ``ppo_micro_batch_size`` times the Ulysses
+    size must reach the GPU count (static batches only)."""
+    n_gpus = gpu_count(cfg)
+    micro = get_int(cfg, f"{ACTOR}.ppo_micro_batch_size")
+    if micro is None or not n_gpus or get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
+        return
+    sp = (get_int(cfg, f"{ACTOR}.ulysses_sequence_parallel_size") or 1) if engine_of(cfg).name == "dp" else 1
+    if micro * sp < n_gpus:
+        yield Problem(
+            key=f"{ACTOR}.ppo_micro_batch_size",
+            message=f"({micro}) times ulysses_sequence_parallel_size ({sp}) is less than the {n_gpus} GPUs; "
+            "verl refuses it",
+            fix=f"use {ACTOR}.ppo_micro_batch_size_per_gpu instead (the global micro batch is deprecated)",
+        )
+
+
+
+def ulysses_size_is_set_one_way(cfg: DictConfig) -> Iterable[Problem]:
+    """A role-level Ulysses size above 1 and a different one in the role's FSDP block: verl 0.9.1 silently
+    runs one of them (the actor's and the ref's FSDPActorConfig copies the role-level value over the
+    block's; the critic's engine reads only the block). Our conf makes the block follow the role-level key,
+    so they differ only when both are set."""
+    for name, section in fsdp_roles_in_use(cfg):
+        block = f"{section}.{DP.block(name)}.{ULYSSES}"
+        role_level, engine_value = get_int(cfg, f"{section}.{ULYSSES}"), get_int(cfg, block)
+        if role_level is None or engine_value is None or role_level <= 1 or role_level == engine_value:
+            continue
+        used = role_level if name != "critic" else engine_value
+        how = (
+            "verl 0.9.1 copies a role-level value above 1 over the FSDP block's (FSDPActorConfig)"
+            if name != "critic"
+            else "verl 0.9.1's critic engine reads only the FSDP block's (FSDPCriticConfig copies nothing)"
+        )
+        yield Problem(
+            key=f"{section}.{ULYSSES}",
+            message=f"is {role_level}, but {block} is {engine_value}; {how}, so the {name} would run with "
+            f"{used} whatever resolved.yaml shows",
+            fix=f"set one of the two: {block} (verl's current key; the role-level key is deprecated in "
+            "verl), or both to the same value",
+        )
+
+
+def sequence_parallel_needs_remove_padding(cfg: DictConfig) -> Iterable[Problem]:
+    """verl's FSDP engine (and FSDPActorConfig.validate): Ulysses sequence parallelism needs padding
+    removed from the role's model."""
+    for name, section in fsdp_roles_in_use(cfg):
+        key = f"{section}.{DP.block(name)}.{ULYSSES}"
+        sp = get_int(cfg, key)
+        model = ROLES_BY_NAME["actor" if name == "ref" else name].model
+        if sp is None or sp <= 1 or get(cfg, f"{model}.use_remove_padding") is True:
+            continue
+        yield Problem(
+            key=key,
+            message=f"is {sp}, but {model}.use_remove_padding is not true; verl's FSDP engine refuses "
+            "Ulysses sequence parallelism with padding kept",
+            fix=f"set {model}.use_remove_padding=true",
+        )
+
+
+def sampled_validation_needs_a_temperature(cfg: DictConfig) -> Iterable[Problem]:
+    """verl's validate_config: sampling validation generations needs rollout.temperature > 0."""
+    temperature = number(cfg, f"{ROLLOUT}.temperature")
+    if get(cfg, f"{ROLLOUT}.val_kwargs.do_sample") is True and temperature is not None and temperature <= 0:
+        yield Problem(
+            key=f"{ROLLOUT}.temperature",
+            message=f"is {temperature}, but {ROLLOUT}.val_kwargs.do_sample is true; verl needs a temperature "
+            "> 0 to sample validation generations",
+            fix=f"raise {ROLLOUT}.temperature, or set {ROLLOUT}.val_kwargs.do_sample=false",
+        )
+
+
+def custom_reward_function_is_named(cfg: DictConfig) -> Iterable[Problem]:
+    """verl loads ``reward.custom_reward_function.name`` from the file at ``path`` and asserts it is set."""
+    path = get(cfg, "reward.custom_reward_function.path")
+    if isinstance(path, str) and path and get(cfg, "reward.custom_reward_function.name") is None:
+        yield Problem(
+            key="reward.custom_reward_function.name",
+            message=f"is null, but reward.custom_reward_function.path is set ({path}); verl needs the "
+            "name of the function to load from that file",
+            fix="set reward.custom_reward_function.name, e.g. compute_score",
+        )
+
+
+# Paths a run cannot start without; a null or empty value here fails only after resources are up.

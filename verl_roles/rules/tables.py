@@ -1,0 +1,337 @@
+"""The declarative tables of allowed values: enums verl checks, names it looks up in registries users
+extend (a notice, never an error), numeric ranges, and the paths a run cannot start without.
+
+Facts (allowed values, batch semantics) follow verl: verl/utils/config.py::validate_config,
+verl/workers/config/actor.py and critic.py, verl/trainer/ppo/core_algos.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from verl_roles.errors import Problem
+from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT
+from verl_roles.rules.values import UNSET, critic_in_use, engine_of, get, kl_in_reward, kl_loss, number
+from verl_roles.schema import verl_names
+
+# verl's ActorConfig checks loss_agg_mode against this list (frozen from verl 0.9.1); the critic's
+# loss aggregation raises on any other value when it first computes a loss.
+LOSS_AGG_MODES = verl_names("loss_agg_mode")
+# verl/workers/rollout/base.py _ROLLOUT_REGISTRY: (name, mode) pairs a rollout worker can start with
+# (verl 0.9.1 has no hf and no sync rollout; any other pair fails its assert at worker start).
+ROLLOUT_NAMES = ("vllm", "sglang", "trtllm")
+ROLLOUT_MODES = ("async",)
+# verl/trainer/ppo/core_algos.py kl_penalty: the estimators it computes (a trailing '+' picks the
+# straight-through variant); any other name, and "full", raise NotImplementedError when the KL is
+# first computed, i.e. only when it is used.
+KL_ESTIMATORS = ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3")
+# verl/workers/config/actor.py RouterReplayConfig.__post_init__ raises for any other mode.
+ROUTER_REPLAY_MODES = ("disabled", "R2", "R3")
+ROUTER_REPLAY_KEYS = tuple(
+    f"{role}.{block}router_replay.mode"
+    for role in (ACTOR, REF, CRITIC)
+    for block in ("", "megatron.", "veomni.")
+    if not (role == CRITIC and block == "")
+)
+
+
+@dataclass(frozen=True)
+class KnownSet:
+    """A key whose value must be one of ``allowed`` (verl fails on any other), when ``used(cfg)``."""
+
+    key: str
+    allowed: tuple[str, ...]
+    what: str
+    used: Callable[[DictConfig], bool] = lambda cfg: True
+    strip_plus: bool = False
+
+
+ENUMS: tuple[KnownSet, ...] = (
+    KnownSet(f"{ACTOR}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode"),
+    KnownSet(f"{CRITIC}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode", critic_in_use),
+    KnownSet(f"{ROLLOUT}.name", ROLLOUT_NAMES, "a rollout engine verl 0.9.1 has"),
+    KnownSet(f"{ROLLOUT}.mode", ROLLOUT_MODES, "a rollout mode verl 0.9.1 has"),
+    KnownSet("algorithm.kl_penalty", KL_ESTIMATORS, "a KL estimator (optionally with a trailing '+')",
+             kl_in_reward, strip_plus=True),
+    KnownSet(f"{ACTOR}.kl_loss_type", KL_ESTIMATORS, "a KL estimator (optionally with a trailing '+')",
+             kl_loss, strip_plus=True),
+    *(KnownSet(key, ROUTER_REPLAY_MODES, "a router replay mode") for key in ROUTER_REPLAY_KEYS),
+)
+
+
+def values_come_from_their_known_set(cfg: DictConfig) -> Iterable[Problem]:
+    from difflib import get_close_matches
+
+    for known in ENUMS:
+        value = get(cfg, known.key)
+        if value is UNSET or not known.used(cfg):
+            continue
+        text = str(value)
+        if known.strip_plus:
+            text = text.removesuffix("+")
+        if value is not None and text in known.allowed:
+            continue
+        close = get_close_matches(text, known.allowed, n=1)
+        fix = f"did you mean {known.key}={close[0]}?" if close else f"set {known.key} to one of them"
+        yield Problem(
+            key=known.key,
+            message=f"is not {known.what}",
+            value=value,
+            show_value=True,
+            expected="one of " + ", ".join(known.allowed),
+            fix=fix,
+        )
+
+
+# --- names verl looks up in registries users extend: a notice, never an error ----------------------
+
+
+@dataclass(frozen=True)
+class RegistryName:
+    """A key naming an entry of one of verl's registries, and how a user adds an entry."""
+
+    key: str
+    names: str
+    what: str
+    register_with: str
+    used: Callable[[DictConfig], bool] = lambda cfg: True
+
+
+def _registered_reward_manager(cfg: DictConfig) -> bool:
+    return get(cfg, "reward.reward_manager.source") == "register"
+
+
+def _distillation_on(cfg: DictConfig) -> bool:
+    return get(cfg, "distillation.enabled") is True
+
+
+REGISTRY_NAMES: tuple[RegistryName, ...] = (
+    RegistryName("algorithm.adv_estimator", "adv_estimator", "advantage estimator",
+                 "verl.trainer.ppo.core_algos.register_adv_est"),
+    RegistryName(f"{ACTOR}.policy_loss.loss_mode", "policy_loss_mode", "policy loss mode",
+                 "verl.trainer.ppo.core_algos.register_policy_loss"),
+    RegistryName("distillation.distillation_loss.policy_loss_mode", "policy_loss_mode", "policy loss mode",
+                 "verl.trainer.ppo.core_algos.register_policy_loss", _distillation_on),
+    RegistryName("reward.reward_manager.name", "reward_manager", "reward manager",
+                 "verl.experimental.reward_loop.reward_manager.register", _registered_reward_manager),
+)
+
+
+def registry_names_are_known(cfg: DictConfig) -> Iterable[str]:
+    """A name verl does not register itself must be registered by the user's code before the trainer
+    starts (verl looks it up then); say so, with verl's built-in names."""
+    from difflib import get_close_matches
+
+    for entry in REGISTRY_NAMES:
+        value = get(cfg, entry.key)
+        if value is UNSET or not entry.used(cfg):
+            continue
+        builtin = verl_names(entry.names)
+        if str(value) in builtin:
+            continue
+        close = get_close_matches(str(value), builtin, n=1)
+        hint = f" Did you mean {entry.key}={close[0]}?" if close else ""
+        yield (
+            f"{entry.key}={value} is not one of verl 0.9.1's built-in {entry.what}s "
+            f"({', '.join(builtin)}). verl looks it up when the trainer starts, so your code must "
+            f"register it first (with {entry.register_with}), or the run stops there.{hint}"
+        )
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The values a number may take: between ``low`` and ``high`` (None: unbounded), each end allowed
+    or not, and always finite (NaN and infinities are refused: verl cannot train with them)."""
+
+    low: float | None = None
+    low_allowed: bool = True
+    high: float | None = None
+    high_allowed: bool = True
+
+    def admits(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        if self.low is not None and (value < self.low or (value == self.low and not self.low_allowed)):
+            return False
+        return self.high is None or value < self.high or (value == self.high and self.high_allowed)
+
+
+NON_NEGATIVE = Bound(low=0.0)
+AT_LEAST_ONE = Bound(low=1.0)
+FRACTION = Bound(low=0.0, low_allowed=False, high=1.0)
+
+
+@dataclass(frozen=True)
+class Range:
+    """One row of the range table: ``key`` must lie in ``bound``, said as ``expected`` ("a learning rate
+    > 0"). Keys of one ``family`` copy each other by default (a role's parallel size follows the engine
+    baseline): a value refused at one of them is reported once, at the first. ``engine`` is the only
+    training engine the key exists with ("" for every engine)."""
+
+    key: str
+    bound: Bound
+    expected: str
+    family: str = ""
+    engine: str = ""
+
+
+# The Ulysses sequence parallel size under the FSDP engine: a role-level key (deprecated in verl) and the
+# same key in the role's FSDP block, which verl's engine reads.
+ULYSSES = "ulysses_sequence_parallel_size"
+
+
+ROLLOUT_PARALLEL_SIZES = (
+    "tensor_model_parallel_size", "data_parallel_size", "expert_parallel_size",
+    "pipeline_model_parallel_size",
+)
+PARALLEL = "a parallel size >= 1"
+BATCH = "a batch size >= 1"
+
+
+def _engine_parallel_ranges() -> Iterable[Range]:
+    """Every parallel size of every engine (the layout table's summary fields named ``*_parallel_size``):
+    at the engine baseline, in each role's block, and at the role's own model-parallel keys. One size
+    of one engine is a family: the role blocks follow the baseline, so a value refused there is not
+    reported again for each role. The expert-tensor and virtual-pipeline sizes may be null (unset)."""
+    for chosen in ENGINE_TABLE:
+        for _, size in chosen.summary:
+            if not size.endswith("_parallel_size"):
+                continue
+            keys = [f"{chosen.baseline}.{size}"]
+            if chosen is DP and size == ULYSSES:
+                # The role-level keys first: the FSDP blocks follow them.
+                keys += [f"{section}.{ULYSSES}" for section in (ACTOR, REF, CRITIC)]
+            for role in ROLES:
+                if role.engine_block:
+                    keys.append(f"{role.section}.{chosen.block(role.name)}.{size}")
+                    keys += [f"{role.section}.{key}" for _, key in chosen.model_parallel_keys(role.name)
+                             if key.endswith(size)]
+            for key in dict.fromkeys(keys):
+                yield Range(key, AT_LEAST_ONE, PARALLEL, family=f"{chosen.name}.{size}", engine=chosen.name)
+
+
+def _batch_ranges() -> Iterable[Range]:
+    yield Range("data.train_batch_size", AT_LEAST_ONE, "at least 1 prompt")
+    yield Range("data.val_batch_size", AT_LEAST_ONE, BATCH)
+    for role in (ACTOR, CRITIC):
+        yield Range(f"{role}.ppo_mini_batch_size", AT_LEAST_ONE, "at least 1 prompt")
+        yield Range(f"{role}.ppo_micro_batch_size", AT_LEAST_ONE, BATCH)
+        yield Range(f"{role}.ppo_micro_batch_size_per_gpu", AT_LEAST_ONE, BATCH)
+        yield Range(f"{role}.ppo_max_token_len_per_gpu", AT_LEAST_ONE, "at least 1 token")
+        yield Range(f"{role}.ppo_epochs", AT_LEAST_ONE, "at least 1 epoch")
+    for role in (REF, ROLLOUT):
+        yield Range(f"{role}.log_prob_micro_batch_size", AT_LEAST_ONE, BATCH)
+        yield Range(f"{role}.log_prob_micro_batch_size_per_gpu", AT_LEAST_ONE, BATCH)
+        yield Range(f"{role}.log_prob_max_token_len_per_gpu", AT_LEAST_ONE, "at least 1 token")
+    # verl's Megatron critic has no forward micro batch.
+    yield Range(f"{CRITIC}.forward_micro_batch_size", AT_LEAST_ONE, BATCH, engine=DP.name)
+    yield Range(f"{CRITIC}.forward_micro_batch_size_per_gpu", AT_LEAST_ONE, BATCH, engine=DP.name)
+    yield Range(f"{CRITIC}.forward_max_token_len_per_gpu", AT_LEAST_ONE, "at least 1 token")
+
+
+# The one table of numeric ranges. A null value is not checked here (the schema says whether a key
+# may be null); any other number, of any key here, must be finite and inside its bound.
+# Bounds where verl, or what it calls, refuses the value: torch's optimizers a negative learning rate
+# (0 trains nothing, but runs), vLLM a memory fraction outside (0, 1] and a negative temperature,
+# verl's policy loss a dual-clip bound <= 1. verl checks no sign of the clip ratios or the value clip
+# range (a negative one clamps oddly, but runs): those only have to be finite numbers.
+RANGES: tuple[Range, ...] = (
+    Range(f"{ACTOR}.optim.lr", NON_NEGATIVE, "a learning rate >= 0"),
+    Range(f"{CRITIC}.optim.lr", NON_NEGATIVE, "a learning rate >= 0"),
+    Range(f"{ROLLOUT}.gpu_memory_utilization", FRACTION, "a fraction in (0, 1]"),
+    Range(f"{ACTOR}.clip_ratio", Bound(), "a finite clip ratio"),
+    Range(f"{ACTOR}.clip_ratio_low", Bound(), "a finite clip ratio"),
+    Range(f"{ACTOR}.clip_ratio_high", Bound(), "a finite clip ratio"),
+    Range(f"{ACTOR}.clip_ratio_c", Bound(low=1.0, low_allowed=False),
+          "a dual-clip bound > 1 (verl asserts clip_ratio_c > 1)"),
+    Range(f"{CRITIC}.cliprange_value", Bound(), "a finite value clip range"),
+    Range(f"{ROLLOUT}.temperature", NON_NEGATIVE, "a temperature >= 0"),
+    Range(f"{ROLLOUT}.n", AT_LEAST_ONE, "at least 1 response per prompt"),
+    Range("trainer.nnodes", AT_LEAST_ONE, "at least 1 node"),
+    Range("trainer.n_gpus_per_node", AT_LEAST_ONE, "at least 1 GPU per node"),
+    *(Range(f"{ROLLOUT}.{name}", AT_LEAST_ONE, PARALLEL) for name in ROLLOUT_PARALLEL_SIZES),
+    *_engine_parallel_ranges(),
+    *_batch_ranges(),
+)
+
+
+def _without_note(expected: str) -> str:
+    """``expected`` without a trailing explanatory note: "x > 1 (verl asserts ...)" -> "x > 1"."""
+    head, sep, _ = expected.rpartition(" (")
+    return head if sep and not expected.endswith("]") else expected
+
+
+def values_are_in_range(cfg: DictConfig) -> Iterable[Problem]:
+    """Every key of :data:`RANGES` inside its bound; a value already refused in the same family is not
+    reported again (the problem is where the value was set, the keys following it say nothing new)."""
+    refused: dict[str, list[float]] = {}
+    for row in RANGES:
+        value = number(cfg, row.key)
+        if value is None or row.bound.admits(value):
+            continue
+        seen = refused.setdefault(row.family or row.key, [])
+        if any(_same_number(value, other) for other in seen):
+            continue
+        seen.append(value)
+        message = "is out of range" if math.isfinite(value) else "is not a finite number"
+        yield Problem(key=row.key, message=message, value=value, show_value=True,
+                      expected=row.expected, fix=f"set {row.key} to {_without_note(row.expected)}")
+
+
+def _same_number(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+
+REQUIRED_PATHS = ("actor_rollout_ref.model.path", "data.train_files")
+
+
+def required_paths_are_set(cfg: DictConfig) -> Iterable[Problem]:
+    """A required path is set: not null, not blank, and (a list of files) not empty nor holding a blank."""
+    keys = list(REQUIRED_PATHS) + (["critic.model.path"] if critic_in_use(cfg) else [])
+    for key in keys:
+        value = get(cfg, key)
+        if _blank(value) or (isinstance(value, ListConfig) and (len(value) == 0 or any(map(_blank, value)))):
+            shown = OmegaConf.to_container(value) if isinstance(value, ListConfig) else value
+            yield Problem(key=key, message="is required but empty", value=shown, show_value=True,
+                          fix=f"set it, e.g. {key}=/path/to/it")
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def removed_checked_keys(cfg: DictConfig, deleted: Iterable[str]) -> list[Problem]:
+    """The ``~KEY`` overrides (``deleted``) that removed from ``cfg`` a key the value tables check (the
+    range and enum tables, the required paths), or a section holding one: verl reads each of them
+    directly and stops when one is gone (``~trainer.nnodes``). Other keys may be removed (verl reads
+    many with a default)."""
+    checked = _checked_keys(engine_of(cfg).name)
+    problems = []
+    for key in deleted:
+        needed = [k for k in checked if k == key or k.startswith(f"{key}.")]
+        if needed:
+            shown = "it" if needed == [key] else needed[0]
+            if len(needed) > 1:
+                shown += f" and {len(needed) - 1} more checked keys"
+            problems.append(Problem(
+                key=key,
+                message=f"is removed, but verl reads {shown} (the trainer would stop on it)",
+                fix=f"keep the key: drop the `~{key}` override, or give it a value with `{key}=VALUE`",
+            ))
+    return problems
+
+
+@cache
+def _checked_keys(engine_name: str) -> tuple[str, ...]:
+    """The keys of the value tables that exist with the engine ``engine_name``, sorted."""
+    ranged = {row.key for row in RANGES if row.engine in ("", engine_name)}
+    return tuple(sorted(ranged | {known.key for known in ENUMS} | set(REQUIRED_PATHS)))
+
+
+# The sections the steps and the rules walk: each must be a mapping before any step runs.

@@ -1,0 +1,110 @@
+"""What rules read: resolved values by key, and the facts about a config that several rules ask for
+(which engine, which roles train, how many GPUs, how many ranks a model replica spans)."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig, OmegaConf
+
+from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_KEY, REF, ROLE_SECTIONS, Engine, engine
+
+UNSET = object()
+
+
+def get(cfg: DictConfig, key: str) -> object:
+    """The resolved value at ``key``, or ``UNSET`` when the key is absent or cannot be resolved."""
+    try:
+        return OmegaConf.select(cfg, key, default=UNSET, throw_on_missing=False)
+    except Exception:  # noqa: BLE001 - a broken interpolation is reported where it is resolved
+        return UNSET
+
+
+def is_int(value: object) -> bool:
+    """An integer, and not a boolean (``True`` is an ``int`` to Python)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    """An integer or a float, and not a boolean."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def get_int(cfg: DictConfig, key: str) -> int | None:
+    value = get(cfg, key)
+    return value if is_int(value) else None
+
+
+def count(cfg: DictConfig, key: str) -> int | None:
+    """The integer at ``key`` when it is a usable count or size (>= 1); anything else is None here
+    (the range table reports it), so the arithmetic rules never divide by zero or a negative size."""
+    value = get_int(cfg, key)
+    return value if value is not None and value >= 1 else None
+
+
+def number(cfg: DictConfig, key: str) -> float | None:
+    value = get(cfg, key)
+    return value if is_number(value) else None
+
+
+def engine_of(cfg: DictConfig) -> Engine:
+    return engine(get(cfg, ENGINE_KEY))
+
+
+def critic_in_use(cfg: DictConfig) -> bool:
+    """verl's rule: ``critic.enable`` decides when set; otherwise only the GAE estimator trains a critic."""
+    enable = get(cfg, f"{CRITIC}.enable")
+    if isinstance(enable, bool):
+        return enable
+    return get(cfg, "algorithm.adv_estimator") == "gae"
+
+
+def trained_roles(cfg: DictConfig) -> list[str]:
+    return [ACTOR, CRITIC] if critic_in_use(cfg) else [ACTOR]
+
+
+def gpu_count(cfg: DictConfig) -> int | None:
+    per_node, nodes = count(cfg, "trainer.n_gpus_per_node"), count(cfg, "trainer.nnodes")
+    return per_node * nodes if per_node and nodes else None
+
+
+def role_name(section: str) -> str:
+    """The name of the role whose section is ``section``."""
+    return next(name for name, path in ROLE_SECTIONS.items() if path == section)
+
+
+def model_parallel(cfg: DictConfig, role: str) -> tuple[int, str]:
+    """Ranks one model replica spans for ``role`` and how that product is spelled
+    (``TP*PP*CP = 2*1*1``), from the engine's model-parallel keys."""
+    names = engine_of(cfg).model_parallel_keys(role_name(role))
+    sizes = [count(cfg, f"{role}.{key}") or 1 for _, key in names]
+    product = 1
+    for size in sizes:
+        product *= size
+    spelled = f"{'*'.join(label for label, _ in names)} = {'*'.join(map(str, sizes))}"
+    return product, spelled
+
+
+def kl_in_reward(cfg: DictConfig) -> bool:
+    return get(cfg, "algorithm.use_kl_in_reward") is True
+
+
+def kl_loss(cfg: DictConfig) -> bool:
+    return get(cfg, f"{ACTOR}.use_kl_loss") is True
+
+
+def ref_in_use(cfg: DictConfig) -> bool:
+    """verl's rule: a reference policy runs for a KL term, in the reward or in the actor's loss."""
+    return kl_in_reward(cfg) or kl_loss(cfg)
+
+
+
+
+def fsdp_roles_in_use(cfg: DictConfig) -> list[tuple[str, str]]:
+    """(role name, section) of each role verl builds an FSDP engine for with this config."""
+    if engine_of(cfg) is not DP:
+        return []
+    roles = [("actor", ACTOR)]
+    if ref_in_use(cfg):
+        roles.append(("ref", REF))
+    if critic_in_use(cfg):
+        roles.append(("critic", CRITIC))
+    return roles
