@@ -12,6 +12,9 @@ from an installed verl) into one small package data file:
     also accepts null, whatever its field says: verl instantiates its sections through ``_target_``
     without checking types, and its defaults rely on it (``critic.forward_micro_batch_size``). A leaf
     below an untyped mapping field (``dict[str, Any]``) is ``Any``.
+``targets``
+    the ``_target_`` of every section of verl's composed config that has one (``{engine: target}``
+    where engines differ): the gate accepts exactly these classes at exactly these paths.
 ``names``
     verl's name lists the rules read: the registered advantage estimators, policy loss modes and
     reward managers, and the ``loss_agg_mode`` values verl checks.
@@ -109,8 +112,12 @@ def leaf_type(leaf: dict[str, Any], dataclasses: dict[str, Any]) -> str | None:
     return join(alternatives)
 
 
+_ENGINES: list[str] = []
+
+
 def build(reference: Path = REFERENCE) -> dict[str, Any]:
     meta = load("meta.json", reference)
+    _ENGINES[:] = meta["engines"]
     dataclasses = load("types.json", reference)["dataclasses"]
     per_path: dict[str, dict[str, str]] = {}
     for engine in meta["engines"]:
@@ -118,19 +125,44 @@ def build(reference: Path = REFERENCE) -> dict[str, Any]:
             text = leaf_type(leaf, dataclasses)
             if text is not None:
                 per_path.setdefault(path, {})[engine] = text
-    types: dict[str, Any] = {}
-    for path in sorted(per_path):
-        by_engine = per_path[path]
-        texts = set(by_engine.values())
-        types[path] = texts.pop() if len(texts) == 1 else dict(sorted(by_engine.items()))
+    per_section: dict[str, dict[str, str]] = {}
+    for engine in meta["engines"]:
+        for path, leaf in load(f"composition/{engine}.json", reference)["leaves"].items():
+            for section, target in _targets_in(path, leaf.get("resolved")):
+                per_section.setdefault(section, {})[engine] = target
+    types = _by_engine(per_path)
     enums = load("enums.json", reference)
     return {
         "generated_by": f"scripts/generate_verl_schema.py from tests/data/verl-{meta['verl_version']}/",
         "verl_version": meta["verl_version"],
         "engines": meta["engines"],
         "names": {ours: list(enums[theirs]["values"]) for theirs, ours in sorted(NAME_LISTS.items())},
+        "targets": _by_engine(per_section),
         "types": types,
     }
+
+
+def _targets_in(path: str, resolved: Any) -> list[tuple[str, str]]:
+    """(section, target) of a ``_target_`` leaf, or of every ``_target_`` inside a leaf whose resolved
+    value is a section (a reference to another section, ``rollout.mtp: ${...model.mtp}``)."""
+    if path.endswith("._target_"):
+        return [(path[: -len("._target_")], resolved)] if isinstance(resolved, str) else []
+    found: list[tuple[str, str]] = []
+    if isinstance(resolved, dict):
+        for key, value in resolved.items():
+            found += _targets_in(f"{path}.{key}", value)
+    return found
+
+
+def _by_engine(per_path: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """path -> its value when every engine agrees, else {engine: value}."""
+    merged: dict[str, Any] = {}
+    for path in sorted(per_path):
+        by_engine = per_path[path]
+        texts = set(by_engine.values())
+        merged[path] = texts.pop() if len(texts) == 1 and len(by_engine) == len(_ENGINES) else dict(
+            sorted(by_engine.items()))
+    return merged
 
 
 def dump(content: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from verl_roles.cmdline import CommandLine
 from verl_roles.flat_lora import add_flat_lora_keys
 from verl_roles.hydra_adapter.loader import NO_CACHE_ENV, compose_raw
 from verl_roles.omegaconf_adapter.yaml_dialect import load_yaml
-from verl_roles.output import to_yaml
+from verl_roles.run_files import to_yaml
 from verl_roles.sequence_parallel import write_effective_sequence_parallel
 
 # A group change, value overrides after the group choice and before it, adding and deleting keys, and

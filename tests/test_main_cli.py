@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles.main import main
-from verl_roles.output import ROLE_SECTIONS
+from verl_roles.run_files import ROLE_SECTIONS
 
 
 def test_main_job_writes_resolved_config_and_role_files(in_tmp: Path):

@@ -7,7 +7,7 @@ import pytest
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles.output import ROLE_SECTIONS, run_files, to_yaml
+from verl_roles.run_files import ROLE_SECTIONS, run_files, to_yaml
 
 TRICKY_VALUES = {
     "bool_like": ["true", "False", "yes", "off", "null", "~"],

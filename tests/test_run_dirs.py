@@ -18,7 +18,7 @@ import pytest
 from conftest import cli_env, write
 
 from verl_roles.main import main
-from verl_roles.output import PAUSE_ENV
+from verl_roles.write_protocol import PAUSE_ENV
 
 ROLE_FILES = [f"roles/{role}.yaml" for role in ("actor", "critic", "ref", "rollout")]
 RUN_FILES = {*ROLE_FILES, "resolved.yaml"}

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from verl_roles.commands.sweep import ERROR_FILE, SUMMARY_COLUMNS, SUMMARY_FILE, read_summary
 from verl_roles.main import main
-from verl_roles.output import ROLE_SECTIONS
+from verl_roles.run_files import ROLE_SECTIONS
 
 GRID = ["model_engine=dp,megatron", "critic.optim.lr=1e-5,2e-5"]
 

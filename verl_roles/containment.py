@@ -1,51 +1,29 @@
-"""What a config input may do: the limits of an override, an option file and Hydra's own settings.
+"""What a config input's *shape* may be: a group choice, an option file, a primary config's name.
 
-A user hands us command-line overrides, option files under ``--config-dir`` and slime files. None of
-them may reach further than it says:
+A group choice (``model_engine=megatron``, ``role/critic=fast``) names an option of the group: a string,
+a file name inside the group's folder (no ``..``, no absolute path), and a list only for the groups
+whose options stack (the role groups). A ``role/actor`` or ``role/critic`` option sets keys under its
+own role's section only: its ``# @package`` header is that section (or a section inside it), its content
+is a mapping, its defaults list names only options of its own group. A ``defaults`` key is a list.
 
-- a group choice (``model_engine=megatron``, ``role/critic=fast``) names an option of the group: a
-  string, a file name inside the group's folder (no ``..``, no absolute path), and a list only for
-  the groups whose options stack (the role groups);
-- a ``role/actor`` or ``role/critic`` option sets keys under its own role's section only: its
-  ``# @package`` header is that section (or a section inside it), its content is a mapping, its
-  defaults list names only options of its own group, it sets no ``_target_`` (the class verl builds
-  the section with), and every key it sets exists (a near miss is named with the key it resembles);
-- nothing from a config input is ever instantiated or called: Hydra instantiates its callbacks,
-  launchers, sweepers and logging handlers, so ``hydra.callbacks``, a ``_target_`` under ``hydra``,
-  a logging handler factory and Hydra's own config groups in a ``--config-dir`` are refused.
-
-The checks are called by the Hydra adapter (:mod:`verl_roles.hydra_adapter.loader`) where it reads
-overrides and files, and by the pipeline for the keys of a user's role option.
+What a composition may *contain* (code from config, keys without an effect) is not checked here, per
+input, but once on the result, by the gate (:mod:`verl_roles.gate`). These checks are called by the
+Hydra adapter where it reads overrides and files.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.errors import Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS
-from verl_roles.limits import read_config_file
-from verl_roles.omegaconf_adapter.yaml_dialect import key_lines, load_plain
-from verl_roles.slime import RESOURCE_KEYS
 
 # Each role group and the section its options set.
 ROLE_OPTION_SECTIONS: dict[str, str] = {group: ROLE_SECTIONS[role] for role, group in ROLE_GROUPS.items()}
 
 # The groups whose options stack (`role/critic=[offload,fast]`); every other group takes one option.
 STACKING_GROUPS: frozenset[str] = frozenset(ROLE_GROUPS.values())
-
-# The one callback of the main job (conf/ppo_trainer.yaml declares it); no other may be added.
-OWN_CALLBACKS: frozenset[str] = frozenset({"verl_roles_sweep_summary"})
-
-# Hydra settings whose values name code Hydra calls.
-_CALLABLE_KEYS = ("_target_", "_partial_", "_args_", "()")
-_HYDRA_CODE_SECTIONS = ("hydra.callbacks",)
-_HYDRA_LOGGING = ("hydra.job_logging", "hydra.hydra_logging")
 
 
 def group_choice_problem(
@@ -167,14 +145,6 @@ def role_option_problems(
                 fix=f"a {group} option may list only `_self_` and other options of {group} by name "
                 "(stack options on the command line instead: `role/critic=[a,b]`)",
             ))
-    for key in lines:
-        if key.rsplit(".", 1)[-1] in _CALLABLE_KEYS and not key.startswith("defaults."):
-            problems.append(Problem(
-                key=f"{file}, line {lines[key]}",
-                message=f"sets `{key}`, which names code, not a setting (verl builds `{section}` with "
-                "the class it names)",
-                fix=f"remove `{key}` from the option; it keeps the value of conf/",
-            ))
     return problems
 
 
@@ -216,138 +186,3 @@ def _own_group_entry(entry: object) -> bool:
     return entry == "_self_" or not any(mark in entry for mark in ("/", "@", ":", "..", " ", "override"))
 
 
-def unknown_keys(
-    option: str, file: str, data: Mapping[str, Any], section: str, stock: DictConfig,
-    lines: Mapping[str, int],
-) -> list[Problem]:
-    """Keys the role option ``file`` sets under ``section`` that the config does not have.
-
-    A key right under the role's section must exist (verl builds the section as a dataclass, which
-    refuses unknown fields), except the resource keys slime allows in a role (the roles step drops
-    them with a warning); deeper, a key is refused when the config has a key very like it (a typo);
-    other new keys inside a nested mapping (``megatron.override_transformer_config.*``, free
-    mappings verl passes on) are allowed.
-    """
-    problems: list[Problem] = []
-    for key in _leaf_keys(data):
-        if key.startswith("defaults") or (section in ROLE_SECTIONS.values() and key in RESOURCE_KEYS):
-            continue
-        parts = key.split(".")
-        node: Any = stock
-        for depth, part in enumerate(parts):
-            if not isinstance(node, DictConfig) or part in node:
-                node = node.get(part) if isinstance(node, DictConfig) else None
-                continue
-            siblings = [str(k) for k in node]
-            close = difflib.get_close_matches(part, siblings, n=1, cutoff=0.75)
-            if depth == 0 or close:
-                where = ".".join(parts[:depth])
-                problems.append(_unknown_key(option, file, section, where, part, close, lines.get(key, 1)))
-            break
-    return problems
-
-
-def _unknown_key(
-    option: str, file: str, section: str, where: str, part: str, close: list[str], line: int
-) -> Problem:
-    inside = f"{section}.{where}" if where else section
-    guess = f"did you mean `{close[0]}`? " if close else ""
-    return Problem(
-        key=f"{file}, line {line}",
-        message=f"sets `{inside}.{part}`, which is not a key of `{inside}` (option {option})",
-        fix=f"{guess}the keys of `{inside}` are listed by `verl-roles keys '{inside}.*'`",
-    )
-
-
-def _leaf_keys(data: Mapping[str, Any], prefix: str = "") -> Iterable[str]:
-    for key, value in data.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            yield from _leaf_keys(value, f"{path}.")
-        else:
-            yield path
-
-
-def user_option_problems(
-    config_dir: str | None, options: Mapping[str, Sequence[str]], stock: DictConfig
-) -> list[Problem]:
-    """Unknown keys in the role options of the user's ``config_dir`` that the command line chose
-    (``options``: group -> option names); ``stock`` is our config for the engine, with every key."""
-    if config_dir is None:
-        return []
-    problems: list[Problem] = []
-    for group, names in options.items():
-        section = ROLE_OPTION_SECTIONS.get(group)
-        for name in names if section is not None else ():
-            path = Path(config_dir) / group / f"{name}.yaml"
-            if path.is_file():
-                problems += _option_file_keys(f"{group}={name}", path, section, stock)
-    return problems
-
-
-def _option_file_keys(option: str, path: Path, section: str, stock: DictConfig) -> list[Problem]:
-    text = read_config_file(path, str(path))
-    data = load_plain(text, str(path))
-    package = _package_of(text) or section
-    node = OmegaConf.select(stock, package, default=None)
-    if not isinstance(data, dict) or not isinstance(node, DictConfig):
-        return []  # refused when the file was loaded
-    return unknown_keys(option, str(path), data, package, node, key_lines(text))
-
-
-def _package_of(text: str) -> str | None:
-    for line in text.splitlines()[:50]:
-        words = line.lstrip("#").split()
-        if line.lstrip().startswith("#") and len(words) == 2 and words[0] == "@package":
-            return words[1]
-    return None
-
-
-# --- Hydra's own settings --------------------------------------------------------------------------
-
-
-def hydra_override_problem(text: str, key: str) -> Problem | None:
-    """A command-line override of a Hydra setting that names code Hydra would call."""
-    if any(key == section or key.startswith(f"{section}.") for section in _HYDRA_CODE_SECTIONS):
-        return Problem(
-            key=key,
-            message=f"`{text}` adds a Hydra callback: Hydra would import and call what it names",
-            fix="remove it; the main job's own callback writes the sweep summary",
-        )
-    leaf = key.rsplit(".", 1)[-1]
-    logging = any(key.startswith(f"{section}.") for section in _HYDRA_LOGGING)
-    if key.startswith("hydra.") and (leaf in _CALLABLE_KEYS or (logging and leaf in ("class", "factory"))):
-        return Problem(
-            key=key,
-            message=f"`{text}` names code Hydra would import and call",
-            fix="choose a launcher, sweeper or logging option by name instead (hydra/launcher=joblib, "
-            "hydra/job_logging=disabled)",
-        )
-    return None
-
-
-def callbacks_problem(names: Iterable[str]) -> Problem | None:
-    """``hydra.callbacks`` of a composed config holding more than the main job's own callback (from a
-    config file of the user's: an option with ``# @package _global_`` or a primary config)."""
-    foreign = sorted(set(map(str, names)) - OWN_CALLBACKS)
-    if not foreign:
-        return None
-    return Problem(
-        key="hydra.callbacks",
-        message=f"a config file adds the Hydra callback(s) {', '.join(foreign)}: Hydra would import and "
-        "call what they name",
-        fix="remove them from your config files (the main job's own callback writes the sweep summary)",
-    )
-
-
-def hydra_config_problem(config_path: str, file: str) -> Problem | None:
-    """A file of a user's ``--config-dir`` that would replace one of Hydra's own configs (launchers,
-    sweepers, logging, callbacks name code Hydra calls)."""
-    if config_path == "hydra" or config_path.startswith("hydra/"):
-        return Problem(
-            key=file,
-            message="is one of Hydra's own configs (hydra/...): those name code Hydra imports and calls",
-            fix="remove it from your --config-dir; choose Hydra's options by name on the command line "
-            "(hydra/launcher=joblib)",
-        )
-    return None

@@ -68,6 +68,17 @@ def yaml_problem(error: Exception, key: str | None = None) -> Problem:
     )
 
 
+def internal_error(error: BaseException) -> Problem:
+    """What a bug of verl_roles (an exception that is not a :class:`ConfigError`) is reported as."""
+    return Problem(
+        key="internal error",
+        message=f"verl_roles failed with {type(error).__name__}: "
+        f"{one_paragraph(str(error)) or 'no message'}; this is a bug of verl_roles, not a mistake in your config",
+        fix="rerun with --debug (or VERL_ROLES_DEBUG=1) to see the traceback, and report it with the command "
+        "line that caused it",
+    )
+
+
 def config_files_origin(key: str) -> str:
     """Where a value came from when no command-line override set it."""
     return f"the config files (`verl-roles explain {key}` with the same overrides names the file)"

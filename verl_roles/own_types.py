@@ -227,14 +227,5 @@ UNTYPED_BY_VERL: dict[str, str] = {
     "sandbox_fusion": "Any",
 }
 
-# Keys our YAML has and verl 0.9.1 does not: user data classes of an earlier verl, in `data`, which verl
-# reads as a plain mapping (no dataclass conversion), so verl ignores them.
-NOT_IN_VERL: dict[str, str] = {
-    "data.sampler.class_path": "str | None",
-    "data.sampler.class_name": "str | None",
-    "data.datagen.path": "str | None",
-    "data.datagen.name": "str | None",
-}
-
 # Our table, as the schema reads it.
-OWN_TYPES: dict[str, str] = {**OUR_KEYS, **UNTYPED_BY_VERL, **NOT_IN_VERL}
+OWN_TYPES: dict[str, str] = {**OUR_KEYS, **UNTYPED_BY_VERL}

@@ -12,15 +12,16 @@ the value it resolves to); nothing is written until it has passed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import containment, legacy, roles
+from verl_roles import gate, legacy, roles
 from verl_roles.cmdline import CommandLine
-from verl_roles.errors import ConfigError
+from verl_roles.errors import ConfigError, Problem
 from verl_roles.flat_lora import FlatLoraReport, add_flat_lora_keys
-from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, engine
+from verl_roles.layout import ENGINE_KEY, engine
+from verl_roles.notices import warn
 from verl_roles.omegaconf_adapter.nodes import resolve_in_place
 from verl_roles.rules import NOTICES, RULES, validate
 from verl_roles.rules.sections import section_problems
@@ -37,12 +38,21 @@ class StepInputs:
     ``command`` is the command line the config was composed with (already read by
     :func:`verl_roles.legacy.read_command_line`); ``choices`` the option chosen for each config group
     (Hydra's runtime choices); ``stock_config(engine)`` our own config for an engine with no user input
-    (the legacy step compares a config file's values with it). The caller composes; no step does.
+    (the legacy step compares a config file's values with it); ``file_origin(key)`` the user's file (and
+    line) that set ``key``, for messages, when the caller can tell. The caller composes; no step does.
     """
 
     command: CommandLine
     choices: Mapping[str, str | None]
     stock_config: Callable[[str], DictConfig]
+    file_origin: Callable[[str], str | None] | None = None
+
+    def origin_of(self, key: str) -> str:
+        """Where the value of ``key`` came from: the command line, else the user's file, else ''."""
+        typed = self.command.origin_of(key)
+        if typed or self.file_origin is None:
+            return typed
+        return self.file_origin(key) or ""
 
 
 def resolve(cfg: DictConfig, followed: dict[str, str] | None = None) -> DictConfig:
@@ -56,17 +66,20 @@ def resolve(cfg: DictConfig, followed: dict[str, str] | None = None) -> DictConf
     return cfg
 
 
-def _check_inputs(cfg: DictConfig, inputs: StepInputs) -> None:
-    """What stops the steps before they start: a section removed or replaced by a value, and a key of
-    a role option of the user's that the config does not have."""
+def _check_inputs(cfg: DictConfig) -> None:
+    """What stops the steps before they start: a section removed or replaced by a value."""
     problems = section_problems(cfg)
-    if not problems and inputs.command.config_dir_path() is not None:
-        sources = roles.RoleSources(inputs.command, inputs.choices)
-        options = {group: sources.options(group) for group in ROLE_GROUPS.values()}
-        stock = inputs.stock_config(engine(cfg.get(ENGINE_KEY)).name)
-        problems = containment.user_option_problems(inputs.command.config_dir_path(), options, stock)
     if problems:
         raise ConfigError(problems)
+
+
+def _gate(resolved: DictConfig, inputs: StepInputs) -> list[Problem]:
+    """The gate on what the run will use (:mod:`verl_roles.gate`): its warnings now, its problems for the
+    one report, each saying where its value came from."""
+    findings = gate.task_problems(resolved, gate.surface(engine(resolved.get(ENGINE_KEY)).name))
+    for message in findings.warnings:
+        warn(message)
+    return [replace(p, origin=p.origin or inputs.origin_of(p.key)) for p in findings.problems]
 
 
 def finalize(
@@ -81,7 +94,7 @@ def finalize(
     report and ``cfg`` as that step left it (unresolved, except after the last two steps, sequence_parallel
     and the flat LoRA keys, which work on the resolved config), to be read, never changed.
     """
-    _check_inputs(cfg, inputs)
+    _check_inputs(cfg)
     legacy_report = legacy.normalize_config(cfg, inputs.command, inputs.stock_config)
     if observe is not None:
         observe(legacy_report, cfg)
@@ -98,7 +111,7 @@ def finalize(
     validate(
         resolved,
         RULES,
-        extra=[*roles_report.problems, *removed],
+        extra=[*_gate(resolved, inputs), *roles_report.problems, *removed],
         notices=NOTICES,
         followed=followed,
     )

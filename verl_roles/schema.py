@@ -237,7 +237,7 @@ Tree = dict[str, tuple[KeyType | None, "Tree | None"]]
 
 
 @cache
-def _tree(engine: str) -> Tree:
+def tree(engine: str) -> Tree:
     """The schema as nested mappings, walked side by side with the config."""
     root: dict[str, list[Any]] = {}
     for path, key_type in declared_types(engine).items():
@@ -263,7 +263,7 @@ def type_problems(cfg: DictConfig) -> Iterator[Problem]:
     keys a user added with ``+`` (not in the schema).
     """
     name = raw_at(cfg, ENGINE_KEY)
-    yield from _check(cfg, _tree(str(None if name is ABSENT or isinstance(name, dict) else name)), "")
+    yield from _check(cfg, tree(str(None if name is ABSENT or isinstance(name, dict) else name)), "")
 
 
 def _check(node: DictConfig, tree: Tree, prefix: str) -> Iterable[Problem]:
@@ -305,6 +305,19 @@ def _shown(value: DictConfig | ListConfig) -> object:
         return OmegaConf.to_container(value, resolve=False)
     except Exception:  # noqa: BLE001 - a value that cannot be shown is named by its type
         return type(value).__name__
+
+
+@cache
+def targets(engine: str) -> dict[str, str]:
+    """Section path -> the ``_target_`` class verl builds it with, under ``engine``."""
+    found = {}
+    for path, target in verl_reference()["targets"].items():
+        if isinstance(target, dict):
+            if engine not in target:
+                continue
+            target = target[engine]
+        found[path] = target
+    return found
 
 
 def verl_names(kind: str) -> tuple[str, ...]:

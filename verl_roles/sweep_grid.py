@@ -70,13 +70,15 @@ def swept_keys(command: CommandLine) -> list[str]:
 
 
 def sweep_points(command: CommandLine) -> list[SweepPoint]:
-    """Every job of the sweep ``command`` describes, numbered as Hydra's basic sweeper numbers them.
+    """Every job of the sweep ``command`` describes, numbered as Hydra's basic sweeper numbers them, with
+    the task overrides the sweeper hands the launcher for it (Hydra's own settings, ``hydra.*``, belong
+    to the sweep's config, which every job is composed from).
 
     An override Hydra's grammar rejects is not expanded; composing it reports the error.
     """
     by_key: dict[str, tuple[Override, list[str]]] = {}
     for override in command.overrides:
-        if override.is_bare_word:
+        if override.is_bare_word or override.is_hydra:
             continue
         if override.parsed is None:
             by_key[override.text] = (override, [override.text])

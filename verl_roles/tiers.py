@@ -26,16 +26,16 @@ TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "foundation",
         (
             "errors", "installation", "key_docs", "layout", "limits", "notices", "own_types",
-            "text_table", "tiers", "verl_target",
+            "suggest", "text_table", "tiers", "verl_target",
         ),
     ),
     ("values", ("omegaconf_adapter",)),
     (
         "core",
         (
-            "cmdline", "config_tree", "containment", "flat_lora", "legacy", "output", "paths",
-            "pipeline", "role_table", "roles", "rules", "schema", "sequence_parallel", "slime", "summary",
-            "sweep_grid", "wording",
+            "cmdline", "config_tree", "containment", "flat_lora", "gate", "legacy", "paths", "pipeline",
+            "role_table", "roles", "rules", "run_files", "schema", "sequence_parallel", "slime", "summary",
+            "sweep_grid", "wording", "write_protocol",
         ),
     ),
     ("composition", ("hydra_adapter",)),

@@ -25,6 +25,7 @@ from verl_roles.config_tree import is_internal_group
 from verl_roles.errors import ConfigError, Problem, config_files_origin, one_paragraph, yaml_problem
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES, SELECTABLE_GROUPS
 from verl_roles.schema import declared_types
+from verl_roles.suggest import is_near, near_names
 
 LIBRARY_ERRORS = (ConfigCompositionException, OmegaConfBaseException, OverrideParseException, yaml.YAMLError)
 
@@ -365,13 +366,13 @@ class KeyKnowledge:
             return value is None or declared is None or declared.accepts(value)
 
         siblings = [k for k in keys if k.rpartition(".")[0] == parent and k != key and fits(k)]
-        by_leaf = _near_leaves(leaf, [k.rpartition(".")[2] for k in siblings])
+        by_leaf = next(iter(near_names(leaf, [k.rpartition(".")[2] for k in siblings])), None)
         if by_leaf:
             return [f"{parent}.{by_leaf}" if parent else by_leaf]
         shortened = self._completed_paths(key, keys, fits)
         if shortened:
             return shortened
-        anywhere = [k for k in keys if k != key and _leaf_near(leaf, k.rpartition(".")[2]) and fits(k)]
+        anywhere = [k for k in keys if k != key and is_near(leaf, k.rpartition(".")[2]) and fits(k)]
         close = difflib.get_close_matches(key, anywhere, n=1, cutoff=0.6)
         if close:
             return close
@@ -394,7 +395,7 @@ class KeyKnowledge:
             k
             for k in keys
             if k.rpartition(".")[0].endswith(f".{parent}")
-            and _leaf_near(leaf, k.rpartition(".")[2])
+            and is_near(leaf, k.rpartition(".")[2])
             and fits(k)
         )
         return near[:_MAX_SUGGESTIONS]
@@ -402,25 +403,3 @@ class KeyKnowledge:
 
 # How many keys ending like a typed path are offered (`verl-roles keys '*.PATH'` lists all of them).
 _MAX_SUGGESTIONS = 3
-
-
-def _abbreviates(one: str, other: str) -> bool:
-    """``lr`` and ``learning_rate``: one name is the initials of the other's words."""
-    def initials(name: str) -> str:
-        return "".join(part[0] for part in name.split("_") if part)
-
-    return "_" in one and initials(one) == other or "_" in other and initials(other) == one
-
-
-def _leaf_near(typed: str, candidate: str) -> bool:
-    """Two key names a user may confuse: spelt alike, or one abbreviating the other."""
-    return _abbreviates(typed, candidate) or difflib.SequenceMatcher(None, typed, candidate).ratio() >= 0.75
-
-
-def _near_leaves(typed: str, candidates: list[str]) -> str | None:
-    """The candidate name nearest ``typed`` (an abbreviation first, then the closest spelling), or None."""
-    for candidate in candidates:
-        if _abbreviates(typed, candidate):
-            return candidate
-    close = difflib.get_close_matches(typed, candidates, n=1, cutoff=0.75)
-    return close[0] if close else None

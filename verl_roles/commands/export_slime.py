@@ -37,10 +37,10 @@ from verl_roles.layout import (
     engine,
 )
 from verl_roles.notices import warn
-from verl_roles.output import write_atomic
 from verl_roles.role_table import cell
 from verl_roles.rules.values import critic_in_use
 from verl_roles.slime import SLIME_PATH_KEY, role_differences, to_slime_yaml, verl_only_keys
+from verl_roles.write_protocol import write_atomic
 
 USAGE = """usage: verl-roles export-slime [-o FILE] [--strict] [--config-name NAME] [--config-dir DIR]
                                 [overrides...]

@@ -22,7 +22,6 @@ import json
 import shlex
 import subprocess
 import sys
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,8 +117,15 @@ def probe_verl(python: str) -> VerlProbe | None:
         return None
     if result.returncode != 0:
         return None
-    answer = json.loads(result.stdout.strip().splitlines()[-1])
-    return VerlProbe(found=bool(answer["found"]), version=answer["version"])
+    lines = result.stdout.strip().splitlines()
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or "found" not in answer:
+        return None  # not a Python that ran the probe (e.g. /bin/true)
+    version = answer.get("version")
+    return VerlProbe(found=bool(answer["found"]), version=str(version) if version is not None else None)
 
 
 def not_installed(python: str, probe: VerlProbe | None) -> str:
@@ -145,44 +151,20 @@ def version_warning(python: str, version: str | None) -> str | None:
 def write_run_dir(overrides: list[str]) -> tuple[int, Path | None]:
     """The main job on ``overrides``: (its exit code, the run directory it wrote or None).
 
-    The config is composed and validated once first, through the API: the main job, being a Hydra app,
-    creates its output folder (with Hydra's ``.hydra/``) before it can refuse a config, and an invalid
-    config must leave nothing behind."""
+    The main job plans the run before anything exists, so an invalid config writes nothing; a sweep is
+    refused before it is planned (launch trains one run)."""
     from verl_roles.commands.main import run_main_job
-    from verl_roles.commands.reporting import run_reporting_errors
 
-    code = run_reporting_errors(lambda: check_before_writing(list(overrides)), list(overrides))
-    if code:
-        return code, None
-    code, run_dirs = run_main_job(list(overrides))
+    code, run_dirs = run_main_job(list(overrides), single_run_only=True)
     return code, (run_dirs[0] if code == 0 and run_dirs else None)
 
 
-def check_before_writing(overrides: list[str]) -> None:
-    """Raise the main job's ConfigError for an invalid command line or config; refuse a sweep."""
-    from verl_roles.api import compose
-    from verl_roles.cmdline import CommandLine
-    from verl_roles.errors import ConfigError, Problem
-    from verl_roles.notices import ConfigWarning
-
-    command = CommandLine.parse(overrides)
-    if command.is_multirun:
-        raise ConfigError(
-            [
-                Problem(
-                    key="-m",
-                    message="`verl-roles launch` starts one training run, and -m asks for a sweep",
-                    fix="compose the sweep with `python -m verl_roles.main -m ...`, then train each job "
-                    "with `verl-roles launch --run-dir JOB_DIR` (README: Train with verl)",
-                )
-            ]
-        )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConfigWarning)  # the main job prints them, once
-        compose(command.texts(), command.config_name, command.config_dir)
-
-
 def trainer_command(options: LaunchOptions, run_dir: Path) -> list[str]:
+    """verl's command line for ``run_dir``. The run folder's own path is a flag's value (taken as it is);
+    as an override value (``hydra.run.dir``) it is quoted for Hydra's grammar, so a folder named
+    ``lr=1e-5,bs=8`` or with non-ASCII letters reaches verl's Hydra unchanged."""
+    from verl_roles.omegaconf_adapter.override_text import quoted_string
+
     run_dir = run_dir.resolve()
     return [
         options.verl_python,
@@ -192,7 +174,7 @@ def trainer_command(options: LaunchOptions, run_dir: Path) -> list[str]:
         str(run_dir),
         "--config-name",
         "resolved",
-        f"hydra.run.dir={run_dir / 'verl'}",
+        f"hydra.run.dir={quoted_string(str(run_dir / 'verl'))}",
     ]
 
 

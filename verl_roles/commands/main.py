@@ -1,14 +1,20 @@
 """The main job: ``python -m verl_roles.main [hydra overrides]``.
 
-A Hydra app (so ``--cfg job``, ``--resolve``, ``--info defaults``, ``--config-dir`` and ``-m`` behave as
-in any Hydra app; :func:`verl_roles.api.run_app`). Each job composes, validates and
-resolves the config, prints a per-role summary and writes ``resolved.yaml`` and ``roles/<role>.yaml``
-into Hydra's output directory.
+A Hydra app (``--cfg job``, ``--resolve``, ``--info defaults``, ``--config-dir`` and ``-m`` behave as in
+any Hydra app), run in three steps:
 
-A job never ends the invocation with an exception inside Hydra (Hydra would print its own report): a
-single run's error is kept by the job (:class:`MainJob`) and reported when Hydra returns; each job of a
-sweep returns its outcome, the sweep callback gathers them into ``sweep_summary.csv``, and the
-invocation fails at the end when any job failed.
+1. **plan** (:mod:`verl_roles.planning`): compose, gate and validate the run, or every job of a sweep,
+   and decide every folder, before anything exists. A refused run or sweep creates nothing.
+2. **claim** (:mod:`verl_roles.write_protocol`): lock the run's (the sweep's) folder and make a staging
+   folder beside it; a folder holding another run is refused unless ``--overwrite`` is given.
+3. **run**: Hydra's own run loop on what was planned (:func:`verl_roles.api.run_app`, served the plan's
+   compositions): its logging, its launcher and sweeper, each job's folder inside the staging folder,
+   where each job writes ``resolved.yaml``, ``roles/<role>.yaml`` and ``.hydra/``; then the staging
+   folder is swapped into place (with ``sweep_summary.csv`` for a sweep). Ctrl-C or SIGTERM on the
+   way leaves nothing.
+
+Hydra's views (``--cfg``, ``--info``, ``--help``, shell completion) compose as Hydra does, through the
+same gated loader, and write nothing.
 """
 
 from __future__ import annotations
@@ -18,66 +24,132 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import HydraException
-from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig, OmegaConf, open_dict
 
-from verl_roles.api import composed_key_paths, composition_error, run_app, stock_config
-from verl_roles.cmdline import CONFIG_PATH, EXPERIMENTAL_RERUN, HELP, HYDRA_FLAGS, CommandLine, FlagSpec
+from verl_roles.api import run_app, served_job
+from verl_roles.cmdline import (
+    CFG,
+    CONFIG_PATH,
+    EXPERIMENTAL_RERUN,
+    HELP,
+    HYDRA_FLAGS,
+    HYDRA_HELP,
+    INFO,
+    NO_VALUE,
+    SHELL_COMPLETION,
+    CommandLine,
+    FlagSpec,
+)
 from verl_roles.commands import sweep
-from verl_roles.commands.check_sweep import CHECK_SWEEP, failed_check_error, run_check
+from verl_roles.commands.check_sweep import print_warnings, report
 from verl_roles.commands.main_help import main_help
-from verl_roles.commands.reporting import report, run_reporting_errors
-from verl_roles.commands.show import composition_note, mark_hydra_copy, shows_composition
+from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.commands.show import composition_note, shows_composition
 from verl_roles.config_tree import CONF_DIR
-from verl_roles.errors import ConfigError, Problem, VerlRolesError
+from verl_roles.errors import ConfigError, Problem
 from verl_roles.installation import print_shadowing_notice
-from verl_roles.layout import PRIMARY_CONFIG, ROLE_SECTIONS
+from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.legacy import read_command_line
-from verl_roles.output import unwritable, write_atomic, write_run_files
-from verl_roles.pipeline import StepInputs, finalize
-from verl_roles.summary import summarize
-from verl_roles.wording import LIBRARY_ERRORS, raise_translated, translate
+from verl_roles.planning import Rendered, RunPlan, SweepPlan, compose_run, is_sweep, plan_run, plan_sweep
+from verl_roles.run_files import RESOLVED
+from verl_roles.write_protocol import (
+    MARKER,
+    RUN,
+    SWEEP,
+    claim_folder,
+    signals_raise,
+    write_all_or_nothing,
+)
+
+# The main job's own flags, besides Hydra's.
+CHECK_SWEEP = FlagSpec(("--check-sweep",), NO_VALUE)
+OVERWRITE = FlagSpec(("--overwrite",), NO_VALUE)
+MAIN_FLAGS: tuple[FlagSpec, ...] = (*HYDRA_FLAGS, CHECK_SWEEP, OVERWRITE)
+
+# Hydra's flags that show something instead of running the job.
+VIEWS = (HELP, HYDRA_HELP, CFG, INFO, SHELL_COMPLETION)
 
 
-def job_command_line(hydra_cfg: DictConfig, overrides: list[str] | None = None) -> CommandLine:
-    """The command line of one job as Hydra recorded it: its config name, the ``--config-dir`` among
-    the config sources, and its overrides (a sweep job's own values, unresolved: an override's value
-    may itself be an interpolation such as `${trainer.nnodes}`)."""
-    config_dirs = [str(s.path) for s in hydra_cfg.runtime.config_sources if s.provider == "command-line"]
-    return CommandLine.of(
-        sweep.task_overrides(hydra_cfg) if overrides is None else overrides,
-        config_name=hydra_cfg.job.config_name or PRIMARY_CONFIG,
-        config_dir=config_dirs[0] if config_dirs else None,
-    )
+@dataclass
+class MainJob:
+    """The task function Hydra calls for every job: it writes what the plan rendered for that job into
+    the job's folder (Hydra's output folder: inside the staging folder) and prints its summary.
+
+    A sweep job records its outcome in its folder (:mod:`verl_roles.commands.sweep`); a single run's
+    error propagates. In a launcher's worker process the plan has no rendered files, and the job renders
+    its own, exactly as the plan does.
+    """
+
+    run: RunPlan | None = None
+    sweep_plan: SweepPlan | None = None
+    # The run directories this process's planned runs were committed to (`verl-roles launch` trains on
+    # them).
+    run_dirs: list[Path] = field(default_factory=list)
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        if self.sweep_plan is not None:
+            state["sweep_plan"] = self.sweep_plan.for_worker()
+        return state
+
+    def __call__(self, cfg: DictConfig) -> dict[str, str]:
+        job = served_job(cfg)
+        hydra_cfg = HydraConfig.get()
+        out_dir = Path(str(hydra_cfg.runtime.output_dir))
+        if job == "run" and self.run is not None:
+            write_job(out_dir, self.run.target, self.run.rendered, self.run.output_subdir, hydra_cfg, None)
+            return sweep.ok()
+        if job is None or self.sweep_plan is None:
+            raise ConfigError([Problem(key="main job", message="was run without a plan")])
+        plan = self.sweep_plan
+        planned = plan.job(int(job))
+        final = sweep.job_folder(plan, planned)
+        try:
+            rendered = plan.rendered(planned)
+            write_job(out_dir, final, rendered, plan.output_subdir, hydra_cfg, sweep.job_marker(sweep.ok()))
+        except ConfigError as error:
+            outcome = sweep.failed(error.headline())
+            write_all_or_nothing([
+                (out_dir / sweep.ERROR_FILE, error.render().rstrip("\n") + "\n"),
+                (out_dir / MARKER, sweep.job_marker(outcome)),
+            ])
+            print(f"verl_roles error: job #{job}: {error.render()}", file=sys.stderr)
+            return outcome
+        return sweep.ok()
 
 
-def run_job(cfg: DictConfig) -> Path:
-    """Finalize one composed config and write its files; returns the output directory."""
-    hydra_cfg = HydraConfig.get()
-    choices = OmegaConf.to_container(hydra_cfg.runtime.choices, resolve=False)
-    inputs = StepInputs(job_command_line(hydra_cfg), choices, stock_config)
-    resolved = finalize(cfg, inputs)
-    out_dir = Path(hydra_cfg.runtime.output_dir)
-    # Everything that can fail runs before the first run file is written.
-    summary = summarize(resolved)
-    if hydra_cfg.output_subdir is not None:
-        mark_hydra_copy(out_dir / str(hydra_cfg.output_subdir) / "config.yaml", out_dir / "resolved.yaml")
-    write_run_files(resolved, out_dir, replace_a_run=_folder_chosen_by_user(hydra_cfg))
-    print(summary)
+def write_job(
+    out_dir: Path, final: Path, rendered: Rendered, output_subdir: str | None, hydra_cfg: DictConfig,
+    marker: str | None,
+) -> None:
+    """A job's files into ``out_dir`` (``resolved.yaml`` last), Hydra's ``.hydra/`` files naming the
+    folder the job will have once the run is in place (``final``)."""
+    files = dict(rendered.files)
+    if output_subdir is not None:
+        files.update(_hydra_files(hydra_cfg, out_dir, final, output_subdir))
+    ordered = sorted(files.items(), key=lambda item: item[0] == RESOLVED)
+    extra = [(out_dir / MARKER, marker)] if marker is not None else []
+    write_all_or_nothing([(out_dir / name, text) for name, text in ordered] + extra)
+    print(rendered.summary)
     roles = ", ".join(f"roles/{name}.yaml" for name in ROLE_SECTIONS)
-    print(f"verl_roles: wrote resolved.yaml, {roles} to {_display(out_dir)}")
-    return out_dir
+    print(f"verl_roles: wrote resolved.yaml, {roles} to {_display(final)}")
 
 
-def _folder_chosen_by_user(hydra_cfg: DictConfig) -> bool:
-    """True when the command line names the job's folder (``hydra.run.dir=...``, or for a sweep
-    ``hydra.sweep.dir`` / ``hydra.sweep.subdir``): only then may a run replace another run's files."""
-    sweeping = hydra_cfg.mode == RunMode.MULTIRUN
-    keys = ("hydra.sweep.dir", "hydra.sweep.subdir") if sweeping else ("hydra.run.dir",)
-    typed = [str(item).lstrip("+") for item in hydra_cfg.overrides.hydra]
-    return any(item.split("=", 1)[0] in keys for item in typed)
+def _hydra_files(hydra_cfg: DictConfig, staged: Path, final: Path, output_subdir: str) -> dict[str, str]:
+    """``hydra.yaml`` and ``overrides.yaml`` as Hydra writes them, with the job's final folder (and the
+    user's ``hydra.output_subdir``) instead of the staging folder the job ran in."""
+    root = OmegaConf.create({"hydra": OmegaConf.to_container(hydra_cfg, resolve=False)})
+    with open_dict(root):
+        root.hydra.output_subdir = output_subdir
+        root.hydra.runtime.output_dir = str(final)
+        for key in ("run.dir", "sweep.dir"):
+            value = OmegaConf.select(root, f"hydra.{key}")
+            if isinstance(value, str) and value.startswith(str(staged.parent)):
+                OmegaConf.update(root, f"hydra.{key}", str(final) if key == "run.dir" else str(final.parent))
+    return {
+        f"{output_subdir}/hydra.yaml": OmegaConf.to_yaml(root),
+        f"{output_subdir}/overrides.yaml": OmegaConf.to_yaml(hydra_cfg.overrides.task),
+    }
 
 
 def _display(path: Path) -> str:
@@ -85,50 +157,6 @@ def _display(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-@dataclass
-class MainJob:
-    """The task function Hydra calls for every job of one invocation.
-
-    Returns the job's outcome (``sweep.ok()`` / ``sweep.failed(headline)``) for the sweep summary; a
-    failed sweep job also writes its full error to ``error.txt`` in its directory. The error of a single
-    run is kept in :attr:`error` for the invocation to report.
-    """
-
-    error: BaseException | None = field(default=None)
-    # The run directories this process's jobs wrote (`verl-roles launch` trains on them).
-    run_dirs: list[Path] = field(default_factory=list)
-
-    def __call__(self, cfg: DictConfig) -> dict[str, str]:
-        not_composed = composition_error(cfg)
-        if not_composed is not None:
-            message, headline = not_composed
-            print(f"verl_roles error: {message}", file=sys.stderr)
-            return _failed_job(message, headline)
-        try:
-            self.run_dirs.append(run_job(cfg))
-        except (VerlRolesError, HydraException, OmegaConfBaseException) as error:
-            hydra_cfg = HydraConfig.get()
-            translated = translate(error, job_command_line(hydra_cfg), composed_key_paths)
-            if hydra_cfg.mode != RunMode.MULTIRUN:
-                self.error = error
-                return sweep.failed(translated.headline())
-            return _failed_job(report(translated), translated.headline())
-        return sweep.ok()
-
-
-def _failed_job(message: str, headline: str) -> dict[str, str]:
-    """A failed sweep job: its full error into ``error.txt`` in its directory, its headline returned."""
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    write_atomic(out_dir / sweep.ERROR_FILE, message.rstrip("\n") + "\n")
-    return sweep.failed(headline)
-
-
-def describe_failure(error: BaseException, master_config: DictConfig, overrides: list[str]) -> ConfigError:
-    """A sweep job whose overrides do not compose, worded as a single run with them would be."""
-    command = job_command_line(master_config.hydra, overrides)
-    return translate(error, command, composed_key_paths)
 
 
 def _refuse_config_path(command: CommandLine) -> None:
@@ -160,37 +188,20 @@ def _refuse_config_path(command: CommandLine) -> None:
     )])
 
 
-# Hydra's flags and the main job's own.
-MAIN_FLAGS: tuple[FlagSpec, ...] = (*HYDRA_FLAGS, CHECK_SWEEP)
-
-
-def _check_sweep_first(command: CommandLine) -> None:
-    """``--check-sweep``: check every point of the sweep (as ``verl-roles check-sweep``) and stop, exit
-    code 2, before launching anything when one fails."""
-    if not command.is_multirun:
-        raise ConfigError([Problem(
-            key=CHECK_SWEEP.name,
-            message="checks the points of a sweep, but this is a single run (no -m)",
-            fix="add -m to run a sweep, or drop --check-sweep (a single run is checked before it writes)",
-        )])
-    check = run_check(command)
-    if not check.ok:
-        raise failed_check_error(check)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the main job on ``argv`` (default: the process arguments); return the exit code."""
     return run_main_job(list(sys.argv[1:] if argv is None else argv))[0]
 
 
-def run_main_job(args: list[str]) -> tuple[int, list[Path]]:
-    """The main job on ``args``: its exit code and the run directories its jobs wrote here."""
+def run_main_job(args: list[str], *, single_run_only: bool = False) -> tuple[int, list[Path]]:
+    """The main job on ``args``: its exit code and the run directories it wrote. ``single_run_only``
+    refuses a sweep before anything is planned (``verl-roles launch`` trains one run)."""
     args, job = list(args), MainJob()
     print_shadowing_notice()
-    return run_reporting_errors(lambda: _invoke(args, job), args), job.run_dirs
+    return run_reporting_errors(lambda: _invoke(args, job, single_run_only), args), job.run_dirs
 
 
-def _invoke(args: list[str], job: MainJob) -> None:
+def _invoke(args: list[str], job: MainJob, single_run_only: bool) -> None:
     # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
     # for every job of a sweep alike.
     command = read_command_line(CommandLine.parse(args, MAIN_FLAGS)).command
@@ -199,9 +210,6 @@ def _invoke(args: list[str], job: MainJob) -> None:
         print(main_help(command))
         return
     _refuse_config_path(command)
-    if command.flag(CHECK_SWEEP) is not None:
-        command = command.without(CHECK_SWEEP)
-        _check_sweep_first(command)
     if command.flag(EXPERIMENTAL_RERUN) is not None:
         raise ConfigError([Problem(
             key="--experimental-rerun",
@@ -209,23 +217,62 @@ def _invoke(args: list[str], job: MainJob) -> None:
             "never reads pickled files",
             fix="run the main job again with that run's overrides (its .hydra/overrides.yaml lists them)",
         )])
-    try:
-        ran = run_app(job, command.argv(), describe_failure)
-    except (VerlRolesError, *LIBRARY_ERRORS) as error:
-        raise_translated(error, command, composed_key_paths)
-    except (OSError, ValueError) as error:
-        # Hydra sets up the output folder (its .hydra/ files, the job log) before the job runs; a
-        # folder it cannot write is the same user-facing problem as one the job cannot write.
-        cause = error if isinstance(error, OSError) else error.__cause__
-        if not isinstance(cause, OSError) or cause.errno is None:
-            raise
-        raise unwritable(cause) from error
-    if shows_composition(command):
-        print(composition_note(command), file=sys.stderr)
-    if ran.sweep_dir is not None:
-        summary = sweep.read_records(Path(ran.sweep_dir))
-        if summary is not None and summary.failures:
-            raise ConfigError([Problem(key="sweep", message=sweep.sweep_error_text(summary))])
+    overwrite = command.flag(OVERWRITE) is not None
+    report_check = command.flag(CHECK_SWEEP) is not None
+    command = command.without(OVERWRITE).without(CHECK_SWEEP)
+    if any(command.flag(flag) is not None for flag in VIEWS):
+        run_app(job, command.argv())
+        if shows_composition(command):
+            print(composition_note(command), file=sys.stderr)
         return
-    if job.error is not None:
-        raise_translated(job.error, command, composed_key_paths)
+    if command.is_multirun:
+        _refuse_sweep(single_run_only)
+        _run_sweep(command, job, overwrite, report_check)
+        return
+    root = compose_run(command)
+    if is_sweep(command, root):
+        _refuse_sweep(single_run_only)
+        _run_sweep(command, job, overwrite, report_check)
+        return
+    if report_check:
+        raise ConfigError([Problem(
+            key=CHECK_SWEEP.name,
+            message="checks the points of a sweep, but this is a single run (no -m)",
+            fix="add -m to run a sweep, or drop --check-sweep (a single run is checked before it writes)",
+        )])
+    plan = plan_run(command, root)
+    with signals_raise(), claim_folder(plan.target, RUN, overwrite=overwrite) as claim:
+        job.run = plan
+        run_app(job, command.argv(), plan.served(claim.staging))
+        claim.commit()
+    job.run_dirs.append(plan.target)
+
+
+def _refuse_sweep(single_run_only: bool) -> None:
+    if single_run_only:
+        raise ConfigError([Problem(
+            key="-m",
+            message="`verl-roles launch` starts one training run, and this is a sweep",
+            fix="compose the sweep with `python -m verl_roles.main -m ...`, then train each job with "
+            "`verl-roles launch --run-dir JOB_DIR` (README: Train with verl)",
+        )])
+
+
+def _run_sweep(command: CommandLine, job: MainJob, overwrite: bool, report_check: bool) -> None:
+    plan = plan_sweep(command)
+    print_warnings(plan)
+    if report_check or not plan.ok:
+        print(report(plan))
+    if not plan.ok:
+        raise plan.error()
+    assert plan.target is not None
+    with signals_raise(), claim_folder(plan.target, SWEEP, overwrite=overwrite) as claim:
+        job.sweep_plan = plan
+        run_app(job, command.argv(), plan.served(claim.staging))
+        plan.write_multirun_file(claim.staging)
+        summary = sweep.write_summary(plan, claim.staging)
+        claim.commit()
+    total, bad = len(summary.records), len(summary.failures)
+    print(f"verl_roles: sweep of {total} jobs: {total - bad} ok, {bad} failed; summary in {summary.path}")
+    if summary.failures:
+        raise ConfigError([Problem(key="sweep", message=sweep.sweep_error_text(summary))])

@@ -1,4 +1,11 @@
-"""How every command reports a user mistake: one paragraph, exit code 2, no traceback.
+"""The one error boundary of every entry point: what reaches the user when something goes wrong.
+
+- a user mistake (our :class:`ConfigError`, or a Hydra / OmegaConf / YAML error) is one paragraph on
+  stderr and exit code 2;
+- anything else is a bug of verl_roles: one paragraph saying so (exit code 70, ``EX_SOFTWARE``), never
+  a bare traceback;
+- Ctrl-C, SIGTERM and SIGHUP end the command with the shell's code for the signal (130, 143, 129) and
+  one line; what the command was writing has been removed by then (:mod:`verl_roles.write_protocol`).
 
 ``--debug`` (or ``VERL_ROLES_DEBUG=1`` / ``HYDRA_FULL_ERROR=1``) shows the traceback instead.
 """
@@ -14,10 +21,13 @@ import yaml
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_roles.errors import ConfigError, one_paragraph
+from verl_roles.errors import ConfigError, internal_error, one_paragraph
 from verl_roles.notices import ConfigWarning
+from verl_roles.write_protocol import Interrupted
 
 EXIT_CONFIG_ERROR = 2
+EXIT_INTERNAL_ERROR = 70
+EXIT_INTERRUPTED = 130
 DEBUG_FLAG = "--debug"
 
 
@@ -61,6 +71,19 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
             raise
         print(f"verl_roles error: {report(error)}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("verl_roles: interrupted (Ctrl-C); what this run was writing was removed", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Interrupted as stop:
+        print("verl_roles: stopped by a signal; what this run was writing was removed", file=sys.stderr)
+        return int(stop.code) if isinstance(stop.code, int) else EXIT_INTERRUPTED
+    except Exception as error:  # noqa: BLE001 - the boundary: a bug is one paragraph, not a traceback
+        if debug:
+            raise
+        print(f"verl_roles error: {ConfigError([internal_error(error)]).render()}", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
     finally:
         if saved_env is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)

@@ -24,7 +24,8 @@ from verl_roles.commands.reporting import run_reporting_errors
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_lines
-from verl_roles.output import run_files, write_atomic
+from verl_roles.run_files import run_files
+from verl_roles.write_protocol import write_atomic
 
 USAGE = """usage: verl-roles show [--role ROLE] [--keys GLOB]... [--config-name NAME] [--config-dir DIR]
                         [overrides...]

@@ -27,8 +27,9 @@ from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import PRIMARY_CONFIG
 from verl_roles.legacy import LEGACY_CONFIG_NAMES
 from verl_roles.notices import ConfigDeprecationWarning
-from verl_roles.output import to_yaml, write_atomic
+from verl_roles.run_files import to_yaml
 from verl_roles.verl_target import VERL_TARGET_VERSION
+from verl_roles.write_protocol import write_atomic
 
 SCRIPT = "scripts/generate_trainer_config.sh"
 GENERATED_DIR = "_generated"

@@ -1,15 +1,14 @@
-"""Sweeps (``python -m verl_roles.main -m ...``): every job's status and the sweep's ``sweep_summary.csv``.
+"""Sweeps (``python -m verl_roles.main -m ...``): each job's record, and the sweep's ``sweep_summary.csv``.
 
-A job never stops the sweep: the main job records its own error and returns an outcome
-(:func:`ok` / :func:`failed`), and a job whose overrides do not even compose gets a placeholder
-config (:func:`failed_job_config`) that the main job reports as failed.
-
-Jobs may run in this process (Hydra's basic launcher), in worker processes (``hydra/launcher=joblib``)
-or on other machines (``hydra/launcher=submitit_slurm``), so the status travels through files:
-:class:`SweepSummary`, a Hydra callback declared in ``conf/ppo_trainer.yaml`` (``hydra.callbacks``),
-writes each job's outcome to ``<sweep dir>/.verl_roles_jobs/<num>.json`` from ``on_job_end`` (which runs
-wherever the job ran), and at the end of the multirun, in the launching process, gathers them into
-``<sweep dir>/sweep_summary.csv``, which the main job reads for its exit code (:func:`read_records`).
+Every job of a sweep is planned and validated before Hydra starts (:func:`verl_roles.planning.plan_sweep`),
+so a job fails only while writing (a full disk, say). Jobs may run in this process (Hydra's basic
+launcher), in worker processes (``hydra/launcher=joblib``) or on other machines
+(``hydra/launcher=submitit_slurm``), so each job records its outcome in its own folder: the marker file
+of the write protocol, with its status, and for a failed job its full error in ``error.txt``. When the
+launcher returns, the launching process reads every planned job's folder (:func:`gather`), writes
+``sweep_summary.csv`` into the sweep folder (still the staging folder: the summary is part of the sweep
+that is swapped into place), and the invocation fails when a job did not write its files or the
+summary cannot be written.
 """
 
 from __future__ import annotations
@@ -17,57 +16,51 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from hydra.core.utils import JobReturn, JobStatus
-from hydra.experimental.callback import Callback
-from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
-
-from verl_roles.api import job_outcome
-from verl_roles.cmdline import CommandLine
-from verl_roles.output import write_atomic
-from verl_roles.sweep_grid import swept_keys
+from verl_roles.planning import PlannedJob, SweepPlan
+from verl_roles.sweep_isolation import EXPERIMENT_NAME
+from verl_roles.write_protocol import MARKER, RUN, marker_text, write_atomic
 
 SUMMARY_FILE = "sweep_summary.csv"
-STATUS_DIR = ".verl_roles_jobs"
 # A failed job's full error, in its own directory (the summary holds its one-line headline).
 ERROR_FILE = "error.txt"
+# Where each job writes, per row (its experiment name and checkpoint folder).
+OUTPUT_COLUMNS = (EXPERIMENT_NAME, "trainer.default_local_dir")
 # The columns of sweep_summary.csv; one column per swept key goes after `job`.
-SUMMARY_COLUMNS = ("job", "status", "error", "output_dir", "overrides")
-
-
-def task_overrides(hydra_cfg: DictConfig) -> list[str]:
-    """A job's overrides as typed (not resolved: ``x=${y}`` stays as written)."""
-    return [str(item) for item in OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)]
+SUMMARY_COLUMNS = ("job", "status", "error", "output_dir", *OUTPUT_COLUMNS, "overrides")
 
 
 def ok() -> dict[str, str]:
-    """The return value of a job that wrote its files."""
+    """The outcome of a job that wrote its files."""
     return {"status": "ok", "error": ""}
 
 
 def failed(headline: str) -> dict[str, str]:
-    """The return value of a job that failed; ``headline`` is its error on one line."""
+    """The outcome of a job that failed; ``headline`` is its error on one line."""
     return {"status": "failed", "error": " ".join(headline.split())}
+
+
+def job_marker(outcome: dict[str, str]) -> str:
+    """The marker file of a sweep job's folder: a run of verl_roles, with the job's outcome."""
+    record = json.loads(marker_text(RUN))
+    record.update(outcome)
+    return json.dumps(record, sort_keys=True) + "\n"
 
 
 @dataclass(frozen=True)
 class JobRecord:
-    """One row of ``sweep_summary.csv``; ``swept`` holds the value of each swept key (filled in when
-    the summary is written, from the job's overrides)."""
+    """One row of ``sweep_summary.csv``."""
 
     job: int
-    overrides: str
+    swept: tuple[tuple[str, str], ...]
     status: str
     error: str
     output_dir: str
-    override_list: tuple[str, ...] = ()
-    swept: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    outputs: tuple[str, ...]
+    overrides: str
 
 
 @dataclass(frozen=True)
@@ -82,56 +75,36 @@ class Summary:
         return tuple(r for r in self.records if r.status != "ok")
 
 
-class SweepSummary(Callback):
-    """Hydra callback: job statuses to files, and ``sweep_summary.csv`` when the multirun ends."""
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        status_dir = Path(str(config.hydra.sweep.dir)) / STATUS_DIR
-        shutil.rmtree(status_dir, ignore_errors=True)
-
-    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
-        if config.hydra.get("mode") != RunMode.MULTIRUN:
-            return
-        record = _record(config, job_return)
-        path = Path(str(config.hydra.sweep.dir)) / STATUS_DIR / f"{record.job}.json"
-        write_atomic(path, json.dumps(asdict(record), sort_keys=True) + "\n")
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        keys = swept_keys_of(task_overrides(config.hydra))
-        summary = write_summary(Path(str(config.hydra.sweep.dir)), keys)
-        total, bad = len(summary.records), len(summary.failures)
-        print(f"verl_roles: sweep of {total} jobs: {total - bad} ok, {bad} failed; summary in {summary.path}")
+def _outcome(folder: Path) -> dict[str, str]:
+    try:
+        record = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return failed("the job wrote nothing (it did not run, or was stopped; see the launcher's log)")
+    if not isinstance(record, dict) or record.get("status") not in ("ok", "failed"):
+        return failed("the job's folder holds no record of its outcome")
+    return {"status": str(record["status"]), "error": str(record.get("error", ""))}
 
 
-def _record(config: DictConfig, job_return: JobReturn) -> JobRecord:
-    outcome: dict[str, str]
-    value = job_outcome(job_return)
-    if job_return.status == JobStatus.COMPLETED and isinstance(value, dict):
-        outcome = value
-    elif job_return.status == JobStatus.COMPLETED:
-        outcome = ok()
-    else:
-        outcome = failed(f"{type(value).__name__}: {value}")
-    overrides = task_overrides(config.hydra)
-    return JobRecord(
-        job=int(config.hydra.job.num),
-        overrides=" ".join(overrides),
-        status=outcome.get("status", "failed"),
-        error=outcome.get("error", ""),
-        output_dir=str(config.hydra.runtime.output_dir),
-        override_list=tuple(overrides),
-    )
+def gather(plan: SweepPlan, staging: Path) -> list[JobRecord]:
+    """Every planned job's record, read from its folder under ``staging`` (rows named by final paths)."""
+    assert plan.target is not None
+    records = []
+    for job in plan.jobs:
+        outcome = _outcome(staging / job.subdir)
+        records.append(JobRecord(
+            job=job.number,
+            swept=tuple((key, job.point.value_of(key)) for key in plan.keys),
+            status=outcome["status"],
+            error=outcome["error"],
+            output_dir=str(plan.target / job.subdir),
+            outputs=tuple(_text(job.outputs.get(key)) for key in OUTPUT_COLUMNS),
+            overrides=" ".join(job.point.overrides),
+        ))
+    return records
 
 
-def swept_keys_of(overrides: Sequence[str]) -> list[str]:
-    """The keys a multirun sweeps, from its overrides as typed (``a=1,2`` sweeps ``a``)."""
-    return swept_keys(CommandLine.of(overrides))
-
-
-def _swept_values(record: JobRecord, keys: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """The value a job has for each swept key, read from its overrides."""
-    values = {o.key: o.value_text or "" for o in CommandLine.of(record.override_list).overrides}
-    return tuple((key, values.get(key, "")) for key in keys)
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
 
 
 def summary_columns(keys: Sequence[str]) -> list[str]:
@@ -139,33 +112,19 @@ def summary_columns(keys: Sequence[str]) -> list[str]:
     return [SUMMARY_COLUMNS[0], *keys, *SUMMARY_COLUMNS[1:]]
 
 
-def write_summary(sweep_dir: Path, keys: Sequence[str] = ()) -> Summary:
-    """Gather the job statuses under ``sweep_dir`` into ``sweep_summary.csv`` (sorted by job number),
-    with one column per swept key of ``keys``."""
-    status_dir = sweep_dir / STATUS_DIR
-    records = sorted(
-        (_read_status(p) for p in status_dir.glob("*.json")),
-        key=lambda r: r.job,
-    )
-    records = [replace(record, swept=_swept_values(record, keys)) for record in records]
+def write_summary(plan: SweepPlan, staging: Path) -> Summary:
+    """``sweep_summary.csv`` (one row per job, by job number) into the staging folder; a failure to write
+    it is a ConfigError (the sweep then fails: a sweep that cannot record its results is not done)."""
+    assert plan.target is not None
+    records = gather(plan, staging)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(summary_columns(keys))
-    for record in records:
-        row = asdict(record)
-        writer.writerow([row["job"], *(value for _, value in record.swept),
-                         *(row[column] for column in SUMMARY_COLUMNS[1:])])
-    path = sweep_dir / SUMMARY_FILE
-    write_atomic(path, buffer.getvalue())
-    shutil.rmtree(status_dir, ignore_errors=True)
-    return Summary(path=path, records=tuple(records))
-
-
-def _read_status(path: Path) -> JobRecord:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data["override_list"] = tuple(data.get("override_list", ()))
-    data.pop("swept", None)
-    return JobRecord(**data)
+    writer.writerow(summary_columns(plan.keys))
+    for r in records:
+        writer.writerow([r.job, *(value for _, value in r.swept), r.status, r.error, r.output_dir,
+                         *r.outputs, r.overrides])
+    write_atomic(staging / SUMMARY_FILE, buffer.getvalue())
+    return Summary(path=plan.target / SUMMARY_FILE, records=tuple(records))
 
 
 def read_summary(path: Path) -> list[dict[str, str]]:
@@ -174,31 +133,24 @@ def read_summary(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def read_records(sweep_dir: Path) -> Summary | None:
-    """The summary the callback wrote into ``sweep_dir``, or None when there is none."""
-    path = sweep_dir / SUMMARY_FILE
-    if not path.is_file():
-        return None
-    records = tuple(
-        JobRecord(**{column: row[column] for column in SUMMARY_COLUMNS}) for row in read_summary(path)
-    )
-    return Summary(path=path, records=tuple(replace(r, job=int(r.job)) for r in records))
-
-
 def sweep_error_text(summary: Summary) -> str:
     """One paragraph for the end of a sweep with failed jobs: how many, which, and the first error."""
     first = summary.failures[0]
     shown = ", ".join(f"#{r.job} ({r.overrides})" for r in summary.failures[:5])
     more = "" if len(summary.failures) <= 5 else f" and {len(summary.failures) - 5} more"
-    ok = len(summary.records) - len(summary.failures)
+    ok_count = len(summary.records) - len(summary.failures)
     others = {0: "no job wrote its files", 1: "the other job wrote its files"}.get(
-        ok, f"the other {ok} jobs wrote their files"
+        ok_count, f"the other {ok_count} jobs wrote their files"
     )
     return (
         f"{len(summary.failures)} of {len(summary.records)} sweep jobs failed: {shown}{more}; "
         f"{others}. Job #{first.job}: {first.error} "
         f"Every job's status and error is in {summary.path}, each failed job's full error in "
-        f"{ERROR_FILE} in its directory. Fix: correct the failed jobs' values as their {ERROR_FILE} says "
-        "(`verl-roles check-sweep` with the same overrides checks every job without running any), then "
-        "run the sweep again"
+        f"{ERROR_FILE} in its directory. Fix: correct what the failed jobs' {ERROR_FILE} says, then run the "
+        "sweep again"
     )
+
+
+def job_folder(plan: SweepPlan, job: PlannedJob) -> Path:
+    assert plan.target is not None
+    return plan.target / job.subdir

@@ -3,15 +3,14 @@
 ``@hydra.main`` reads ``sys.argv`` and builds Hydra's stock config loader. :func:`run_app` does what
 the decorator does, on an argument list it is given: Hydra's argument parser, then Hydra's
 ``_run_hydra`` (``--cfg``, ``--info``, ``--help``, ``-m``, launchers and sweepers behave as in any
-Hydra app), with :func:`verl_roles.hydra_adapter.loader.loader_class` as the loader. Hydra builds its
-loader inside ``_run_hydra`` (``Hydra.create_main_hydra2``) with no hook to choose it, so the class
-that function looks up is replaced for the duration of the call. The launchers reuse that loader for
-every job of a sweep (and pickle it to their worker processes), so each job after the first gets the
-cached files and composition, and a job whose overrides do not compose fails alone.
+Hydra app), with our :class:`~verl_roles.hydra_adapter.loader.ConfigLoader` (caches and the gate on
+every composition). Hydra builds its loader inside ``_run_hydra`` (``Hydra.create_main_hydra2``) with
+no hook to choose it, so the class that function looks up is replaced for the duration of the call.
+The launchers reuse that loader for every job of a sweep (and pickle it to their worker processes).
 
-:class:`AppRun` says what ran: the sweep directory of a multirun (where the sweep callback wrote
-``sweep_summary.csv``). :func:`job_outcome` reads a finished job's return value without Hydra's
-re-raise of a failure.
+Given what the main job composed before Hydra started (a :class:`~verl_roles.hydra_adapter.serving.Served`
+run), the loader serves it to every composition Hydra asks for. :func:`job_outcome` reads a finished
+job's return value without Hydra's re-raise of a failure.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from hydra._internal import hydra as hydra_internal
 from hydra._internal.utils import _run_hydra, get_args_parser
@@ -28,29 +26,25 @@ from hydra.core.utils import JobReturn
 from omegaconf import DictConfig
 
 from verl_roles.config_tree import CONF_DIR
-from verl_roles.hydra_adapter.loader import DescribeFailure, SweepConfigLoader, loader_class, version_base_1_3
+from verl_roles.hydra_adapter.compose import version_base_1_3
+from verl_roles.hydra_adapter.loader import ConfigLoader
+from verl_roles.hydra_adapter.serving import Served
 from verl_roles.layout import PRIMARY_CONFIG
 
 TaskFunction = Callable[[DictConfig], object]
 
 
 class _LoaderFactory:
-    """Builds the app's loader where Hydra builds its own, and keeps it (one per app run)."""
+    """Builds the app's loader where Hydra builds its own (one per app run), serving ``served``."""
 
-    def __init__(self, describe_failure: DescribeFailure) -> None:
-        self.describe_failure = describe_failure
-        self.loader: SweepConfigLoader | None = None
+    def __init__(self, served: Served | None) -> None:
+        self.served = served
 
-    def __call__(self, config_search_path: ConfigSearchPath) -> SweepConfigLoader:
-        self.loader = loader_class()(config_search_path, self.describe_failure)
-        return self.loader
-
-
-@dataclass(frozen=True)
-class AppRun:
-    """What an app run did: ``sweep_dir`` is the directory of the multirun it ran, else None."""
-
-    sweep_dir: str | None
+    def __call__(self, config_search_path: ConfigSearchPath) -> ConfigLoader:
+        loader = ConfigLoader(config_search_path)
+        if self.served is not None:
+            loader.serve(self.served)
+        return loader
 
 
 _SWAP_LOCK = threading.Lock()
@@ -67,18 +61,19 @@ def _hydra_builds_loaders_with(factory: _LoaderFactory) -> Iterator[None]:
             hydra_internal.ConfigLoaderImpl = saved  # type: ignore[misc]
 
 
-def run_app(task: TaskFunction, argv: Sequence[str], describe_failure: DescribeFailure) -> AppRun:
+def run_app(task: TaskFunction, argv: Sequence[str], served: Served | None = None) -> None:
     """Run ``task`` as the Hydra app of our primary config on the arguments ``argv``.
 
-    ``describe_failure`` words the error of a sweep job whose overrides do not compose. Hydra's errors
-    propagate (the caller sets ``HYDRA_FULL_ERROR``); a bad flag exits 2 with Hydra's usage, as in any
-    Hydra app. ``--experimental-rerun`` (which unpickles a previous run's file) is the caller's to refuse.
+    ``served``: what the main job composed for this run (None: Hydra composes, for its views such as
+    ``--cfg``). Hydra's errors propagate (the caller sets ``HYDRA_FULL_ERROR``); a bad flag exits 2 with
+    Hydra's usage, as in any Hydra app. ``--experimental-rerun`` (which unpickles a previous run's file)
+    is the caller's to refuse.
     """
     parser = get_args_parser()
     args = parser.parse_args(list(argv))
     if args.experimental_rerun is not None:
         raise ValueError("--experimental-rerun is not supported: it unpickles a file")
-    factory = _LoaderFactory(describe_failure)
+    factory = _LoaderFactory(served)
     with version_base_1_3(), _hydra_builds_loaders_with(factory):
         _run_hydra(
             args=args,
@@ -87,7 +82,6 @@ def run_app(task: TaskFunction, argv: Sequence[str], describe_failure: DescribeF
             config_path=str(CONF_DIR),
             config_name=PRIMARY_CONFIG,
         )
-    return AppRun(sweep_dir=factory.loader.sweep_dir if factory.loader is not None else None)
 
 
 def job_outcome(job_return: JobReturn) -> object:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hydra.core.override_parser.types import Override
 
 
@@ -12,3 +14,11 @@ def element_text(value: object) -> str:
         return Override._get_value_element_as_str(value)
     except Exception:  # noqa: BLE001 - any value still gets shown
         return repr(value)
+
+
+def quoted_string(text: str) -> str:
+    """``text`` as a single-quoted string of Hydra's override grammar: it parses back to exactly ``text``,
+    whatever it holds (``=``, ``,``, spaces, quotes, non-ASCII letters). In that grammar a backslash is
+    itself except before a quote or at the end, where each one is doubled; a quote is escaped."""
+    escaped = re.sub(r"(\\*)(?='|$)", lambda m: m.group(1) * 2, text)
+    return "'" + escaped.replace("'", "\\'") + "'"

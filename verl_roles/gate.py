@@ -1,0 +1,249 @@
+"""What a run may contain: the one gate on the composed config, whatever channel brought a value.
+
+A value reaches a run through many channels: the command line, the primary config, a ``--config-dir``,
+``hydra.searchpath``, option files, a slime file, the environment (``${oc.env:...}``), the Python API.
+The gate does not ask which one: it checks the result, so a channel added tomorrow gets the same
+verdict. Three checks, called by the composition tier (every composition) and by the pipeline (the
+final config, after every step):
+
+- **No code from config.** Hydra imports and calls what its settings name (logging ``()`` / ``class``
+  / ``factory``, ``ext://`` values, callbacks, launchers and sweepers by ``_target_``), and verl
+  instantiates its sections through ``_target_``. A value in such a *code slot* is accepted only when
+  a config that verl_roles, Hydra or an installed Hydra plugin ships puts that value in that kind of
+  slot (:func:`hydra_problems`), and each ``_target_`` of the trainer config is the one verl's own
+  config has at that path (:func:`task_problems`). Hydra's instantiation keys (``_partial_``,
+  ``_args_``, ...) are never accepted in the trainer config.
+- **No config source that runs code.** A ``pkg://`` search-path entry imports its package; only a
+  package already loaded may be named (:func:`search_path_problems`). Files of ``file://`` entries are
+  read by the checked file source (limits, containment) whatever entry named them.
+- **No key without an effect** (:func:`task_problems`): a key the typed schema does not know (verl's
+  declared surface plus our own keys) is refused inside a section verl builds as a dataclass (verl
+  would refuse it) and inside our own sections (nothing reads it); inside a mapping verl passes on as
+  it is (``override_config``, ``engine_kwargs``...) it is accepted; inside a section verl reads as a
+  plain mapping (``data``, ``trainer``...) a near miss of a real key is refused (a typo) and any other
+  new key is a warning (only the user's own code can read it).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from omegaconf import DictConfig, ListConfig
+
+from verl_roles.errors import Problem
+from verl_roles.layout import ENGINE_TABLE, LORA_SECTIONS
+from verl_roles.omegaconf_adapter.nodes import raw_items
+from verl_roles.schema import KeyType, Tree, targets, tree
+from verl_roles.suggest import near_names
+from verl_roles.verl_target import VERL_TARGET_VERSION
+
+# Keys whose value names code that Hydra or verl imports and calls.
+CODE_KEYS = ("_target_", "()", "class", "factory")
+# Keys that change how Hydra's instantiate calls a target (verl instantiates with its own _target_ only).
+INSTANTIATE_KEYS = ("_partial_", "_args_", "_recursive_", "_convert_")
+# A logging config value that Python's logging.config imports (``ext://sys.stdout``).
+EXTERNAL = "ext://"
+
+
+@dataclass(frozen=True)
+class CodeSlot:
+    """One place of a config that names code: its full key, the kind of slot (the key's own name, or
+    ``ext://`` for an imported value) and the value as written."""
+
+    path: str
+    slot: str
+    value: str
+
+    @property
+    def allowed_as(self) -> tuple[str, str]:
+        return (self.slot, self.value)
+
+
+def code_slots(node: object, prefix: str = "") -> Iterator[CodeSlot]:
+    """Every code slot of ``node`` (a config or plain mappings and lists), values as written (an
+    interpolation stays its text: code is never chosen through an interpolation)."""
+    items: Iterable[tuple[object, object]]
+    if isinstance(node, DictConfig | ListConfig):
+        items = raw_items(node)
+    elif isinstance(node, Mapping):
+        items = node.items()
+    elif isinstance(node, list | tuple):
+        items = enumerate(node)
+    else:
+        return
+    for key, value in items:
+        path = f"{prefix}{key}"
+        if isinstance(value, DictConfig | ListConfig | Mapping | list | tuple):
+            yield from code_slots(value, f"{path}.")
+        elif str(key) in CODE_KEYS or str(key) in INSTANTIATE_KEYS:
+            yield CodeSlot(path, str(key), "null" if value is None else str(value))
+        elif isinstance(value, str) and value.startswith(EXTERNAL):
+            yield CodeSlot(path, EXTERNAL, value)
+
+
+def hydra_problems(hydra: object, allowed: Collection[tuple[str, str]]) -> list[Problem]:
+    """Code slots of the composed ``hydra`` node whose value no shipped config puts in that kind of
+    slot (``allowed``: (slot, value) pairs read from the shipped configs)."""
+    problems = []
+    for slot in code_slots(hydra, "hydra."):
+        if slot.allowed_as in allowed:
+            continue
+        problems.append(Problem(
+            key=slot.path,
+            message=f"names code Hydra would import and call ({slot.value!r}), and no config that "
+            "verl_roles, Hydra or an installed Hydra plugin ships sets it there",
+            fix="remove it; choose Hydra's launcher, sweeper and logging by option name instead "
+            "(hydra/launcher=joblib, hydra/job_logging=disabled), and set their plain settings "
+            "(hydra.launcher.n_jobs=4)",
+        ))
+    return problems
+
+
+def search_path_problems(entries: Sequence[str], loaded: Collection[str] | None = None) -> list[Problem]:
+    """Search-path entries that would run code to be read: a ``pkg://`` package not loaded yet (reading
+    it imports it), or a scheme Hydra would resolve through a plugin we do not know."""
+    modules = sys.modules if loaded is None else loaded
+    problems = []
+    for entry in entries:
+        scheme, sep, rest = entry.partition("://")
+        if not sep or scheme in ("file", "structured"):
+            continue
+        if scheme == "pkg" and rest in modules:
+            continue
+        what = (f"the package {rest!r}, which is not loaded: reading it would import it (run its code)"
+                if scheme == "pkg" else f"a {scheme}:// source, which verl_roles does not read")
+        problems.append(Problem(
+            key="hydra.searchpath",
+            message=f"the entry {entry!r} names {what}",
+            fix="put your config files in a folder and name it with file://DIR (or --config-dir DIR)",
+        ))
+    return problems
+
+
+@dataclass(frozen=True)
+class Surface:
+    """What a trainer config may hold for one engine and verl release: the typed schema tree, the
+    ``_target_`` of every section verl builds as a dataclass, and the sections that are ours (nothing
+    reads a key added there)."""
+
+    tree: Tree
+    targets: Mapping[str, str]
+    own_sections: Collection[str]
+    release: str
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What :func:`task_problems` found: problems (the run stops) and warnings (it goes on)."""
+
+    problems: tuple[Problem, ...]
+    warnings: tuple[str, ...]
+
+
+def surface(engine: str) -> Surface:
+    """The surface of ``engine`` under the verl release we write for."""
+    own = (*(e.baseline for e in ENGINE_TABLE), *LORA_SECTIONS)
+    return Surface(tree(engine), targets(engine), own, VERL_TARGET_VERSION)
+
+
+def task_problems(cfg: DictConfig, surface: Surface) -> Findings:
+    """The trainer config ``cfg`` (resolved) against ``surface``: foreign code and keys without an effect."""
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    for slot in code_slots(cfg):
+        problem = _target_problem(slot, surface)
+        if problem is not None:
+            problems.append(problem)
+    _walk(cfg, surface.tree, "", surface, problems, warnings)
+    return Findings(tuple(problems), tuple(warnings))
+
+
+def _target_problem(slot: CodeSlot, surface: Surface) -> Problem | None:
+    section = slot.path.rpartition(".")[0]
+    if slot.slot == "_target_":
+        expected = surface.targets.get(section)
+        if expected == slot.value:
+            return None
+        shipped = (f"verl {surface.release} builds `{section}` as {expected}" if expected is not None
+                   else f"verl {surface.release} builds no class from `{section}`")
+        return Problem(
+            key=slot.path,
+            message=f"names the class verl would build `{section}` with ({slot.value!r}); {shipped}, "
+            "and a config never chooses code",
+            fix=f"remove the override or file entry that sets {slot.path} (it keeps verl's own value)",
+        )
+    if slot.slot in INSTANTIATE_KEYS:
+        return Problem(
+            key=slot.path,
+            message=f"is one of Hydra's instantiation keys ({', '.join(INSTANTIATE_KEYS)}); verl builds its "
+            "sections from its own _target_ only, and a config never changes how code is called",
+            fix=f"remove {slot.path}",
+        )
+    return None
+
+
+def _walk(
+    node: DictConfig, tree: Tree, prefix: str, surface: Surface, problems: list[Problem], warnings: list[str]
+) -> None:
+    section = prefix[:-1]
+    for key, value in raw_items(node):
+        name = str(key)
+        entry = tree.get(name)
+        path = f"{prefix}{name}"
+        if entry is None:
+            if name in CODE_KEYS or name in INSTANTIATE_KEYS:
+                continue  # judged as code above
+            _added_key(path, section, name, tree, surface, problems, warnings)
+            continue
+        key_type, subtree = entry
+        if not isinstance(value, DictConfig):
+            continue
+        if subtree is None:
+            continue  # a mapping the schema types as a whole (dict / Any): verl passes it on
+        if key_type is not None and _free(key_type):
+            continue
+        _walk(value, subtree, f"{path}.", surface, problems, warnings)
+
+
+def _free(key_type: KeyType) -> bool:
+    return any(alt.text == "Any" for alt in key_type.alternatives)
+
+
+def _added_key(
+    path: str, section: str, name: str, tree: Tree, surface: Surface,
+    problems: list[Problem], warnings: list[str],
+) -> None:
+    siblings = [key for key in tree if key not in CODE_KEYS]
+    close = near_names(name, siblings)
+    where = f"`{section}`" if section else "the top level of the config"
+    guess = f"did you mean `{f'{section}.' if section else ''}{close[0]}`? " if close else ""
+    listing = f"`verl-roles keys '{section}.*'` lists the keys of {where}" if section else (
+        "`verl-roles keys` lists every key")
+    target = surface.targets.get(section)
+    if target is not None:
+        problems.append(Problem(
+            key=path,
+            message=f"is not a key of {where}: verl {surface.release} builds that section as {target}, "
+            f"which has no field `{name}`, so verl would refuse the config",
+            fix=f"{guess}{listing}",
+        ))
+    elif any(section == own or section.startswith(f"{own}.") for own in surface.own_sections):
+        problems.append(Problem(
+            key=path,
+            message=f"is not a key of {where}, one of verl_roles' own sections: nothing reads it",
+            fix=f"{guess}{listing}",
+        ))
+    elif close:
+        problems.append(Problem(
+            key=path,
+            message=f"is not a key of {where}, and it is spelt like one that is",
+            fix=f"{guess}{listing}",
+        ))
+    else:
+        warnings.append(
+            f"{path} is not a key verl {surface.release} reads (it is not in {where} of verl's config); "
+            "it reaches the run only if your own code reads it (a custom dataset, reward function or "
+            f"manager). {listing[0].upper()}{listing[1:]}."
+        )

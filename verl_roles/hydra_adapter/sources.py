@@ -1,0 +1,162 @@
+"""Config sources that read with the one YAML loader, and check a user's file before it is parsed.
+
+Hydra reads every config file through a *config source* (one per search-path entry). Ours replace
+Hydra's two file-backed ones:
+
+- ``pkg://`` (Hydra's own configs, a plugin's): parsed with :func:`load_yaml` (PyYAML's C parser in
+  OmegaConf's dialect), each file once per version of it, shared by every set of sources;
+- ``file://`` (the shipped ``conf/`` tree, a ``--config-dir``, every ``hydra.searchpath`` folder): a
+  file outside the shipped tree is a user's file, whatever entry named it: its kind, size and encoding
+  are checked before it is read (:mod:`verl_roles.limits`), its shape before it is merged
+  (:mod:`verl_roles.containment`).
+
+What a composition may contain once merged is the gate's question (:mod:`verl_roles.gate`), asked by
+the loader on the result.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+from typing import Any
+
+from hydra._internal.core_plugins.file_config_source import FileConfigSource
+from hydra._internal.core_plugins.importlib_resources_config_source import ImportlibResourcesConfigSource
+from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
+from omegaconf import DictConfig
+
+from verl_roles import containment
+from verl_roles.config_tree import CONF_DIR
+from verl_roles.errors import ConfigError, Problem
+from verl_roles.limits import read_config_file
+from verl_roles.omegaconf_adapter.yaml_dialect import header_line, key_lines, load_plain, load_yaml, to_config
+
+# The shipped tree's files as parsed, by (file, modification time, size), pickled: shared by every set
+# of config sources (each new --config-dir is a set of its own, whose caches start empty), and each
+# reader gets its own copy (a composition adopts the nodes it is given).
+_PACKAGE_FILES: dict[tuple[str, int, int], tuple[bytes, dict[str, str | None]]] = {}
+
+
+def _file_stamp(res: Any) -> tuple[str, int, int] | None:
+    """(path, modification time, size) of a resource that is a file on disk, else None (a zip)."""
+    if not isinstance(res, os.PathLike):
+        return None
+    try:
+        info = os.stat(res)
+    except OSError:
+        return None
+    return (os.fspath(res), info.st_mtime_ns, info.st_size)
+
+
+class _PackageSource(ImportlibResourcesConfigSource):
+    """``pkg://`` source parsing with :func:`load_yaml`, each file once per version of it."""
+
+    def _read_config(self, res: Any) -> ConfigResult:
+        stamp = _file_stamp(res)
+        parsed = _PACKAGE_FILES.get(stamp) if stamp is not None else None
+        if parsed is not None:
+            frozen, header = parsed
+            config = thaw(frozen)
+        else:
+            text = res.read_bytes().decode("utf-8")
+            config = load_yaml(text, name=str(res))
+            header = ConfigSource._get_header_dict(text[:512])
+            frozen = freeze(config)
+            if stamp is not None and isinstance(frozen, bytes):
+                _PACKAGE_FILES[stamp] = (frozen, header)
+        return ConfigResult(
+            config=config,
+            path=f"{self.scheme()}://{self.path}",
+            provider=self.provider,
+            header=dict(header),
+        )
+
+
+class _FileSource(FileConfigSource):
+    """``file://`` source (the shipped tree, ``--config-dir``, ``hydra.searchpath``) parsing with
+    :func:`load_yaml`; every file outside the shipped tree is checked as a user's file."""
+
+    @property
+    def shipped(self) -> bool:
+        return os.path.realpath(self.path) == str(CONF_DIR)
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        full_path = os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path)))
+        if not os.path.exists(full_path):
+            raise ConfigLoadError(f"Config not found : {full_path}")
+        # A user's file: its kind, size and encoding are checked before it is parsed (verl_roles.limits),
+        # and its shape before it is merged (verl_roles.containment). The shipped tree is ours.
+        text = read_config_file(full_path, key=full_path)
+        header = _header(text, full_path)
+        data = load_plain(text, full_path)
+        if not self.shipped:
+            _check_user_file(config_path, full_path, text, header, data)
+        return ConfigResult(
+            config=to_config(data, full_path),
+            path=f"{self.scheme()}://{self.path}",
+            provider=self.provider,
+            header=header,
+        )
+
+
+def _header(text: str, file: str) -> dict[str, str | None]:
+    """Hydra's reading of a file's ``# @KEY VALUE`` header lines; a malformed one names the file."""
+    try:
+        return ConfigSource._get_header_dict(text[:512])
+    except ValueError as error:
+        raise ConfigError([Problem(
+            key=f"{file}, line {header_line(text)}",
+            message=f"has a malformed header line: {error}",
+            fix="write the header as `# @package SECTION` (one word after @package)",
+        )]) from None
+
+
+def _check_user_file(config_path: str, file: str, text: str, header: dict, data: Any) -> None:
+    """What a file of the user's may not do (:mod:`verl_roles.containment`): hold a ``defaults`` that is
+    no list, or be a role option that reaches outside its role's section."""
+    problem = containment.defaults_shape_problem(file, data, key_lines(text))
+    if problem is not None:
+        raise ConfigError([problem])
+    group = config_path.rpartition("/")[0]
+    if group in containment.ROLE_OPTION_SECTIONS:
+        problems = containment.role_option_problems(
+            group, file, header.get("package"), data, key_lines(text), header_line(text)
+        )
+        if problems:
+            raise ConfigError(problems)
+
+
+# Hydra's source for each scheme -> ours. Keyed by scheme: Hydra's plugin discovery may load its
+# source modules a second time, so its classes are not always the ones imported here.
+FAST_SOURCES: dict[str, type[ConfigSource]] = {
+    "pkg": _PackageSource,
+    "file": _FileSource,
+}
+
+
+# --- caches ---------------------------------------------------------------------------------------
+
+
+def is_shipped(result: ConfigResult) -> bool:
+    """A loaded config that verl_roles, Hydra or an installed Hydra plugin ships: from a ``pkg://`` or
+    ``structured://`` source (packages and the config store, which no config can add to) or from our
+    own tree; not from a user's folder."""
+    scheme, _, rest = str(result.path).partition("://")
+    return scheme != "file" or os.path.realpath(rest) == str(CONF_DIR)
+
+
+def freeze(cfg: DictConfig) -> bytes | DictConfig:
+    """What a memo stores: the pickled config (unpickling is ~5x faster than a deep copy), or a deep copy
+    when something in it cannot be pickled."""
+    try:
+        return pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return copy.deepcopy(cfg)
+
+
+def thaw(template: bytes | DictConfig) -> DictConfig:
+    """A private copy of a stored config."""
+    if isinstance(template, bytes):
+        return pickle.loads(template)  # noqa: S301 - bytes we pickled ourselves in this process
+    return copy.deepcopy(template)
