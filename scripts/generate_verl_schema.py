@@ -15,6 +15,10 @@ from an installed verl) into one small package data file:
 ``targets``
     the ``_target_`` of every section of verl's composed config that has one (``{engine: target}``
     where engines differ): the gate accepts exactly these classes at exactly these paths.
+``converted``
+    every section verl builds a dataclass from on its path to training (an ``omega_conf_to_dataclass``
+    call, and the sections that call instantiates through nested ``_target_`` keys), with the engines
+    it does so under: a key such a dataclass has no field for makes verl refuse the config.
 ``names``
     verl's name lists the rules read: the registered advantage estimators, policy loss modes and
     reward managers, and the ``loss_agg_mode`` values verl checks.
@@ -132,7 +136,13 @@ def build(reference: Path = REFERENCE) -> dict[str, Any]:
                 per_section.setdefault(section, {})[engine] = target
     types = _by_engine(per_path)
     enums = load("enums.json", reference)
+    converted: dict[str, dict[str, bool]] = {}
+    for section, record in load("conversions.json", reference)["sections"].items():
+        for engine in meta["engines"]:
+            for path in [section, *record.get("nested_targets", {}).get(engine, [])]:
+                converted.setdefault(path, {})[engine] = True
     return {
+        "converted": {path: sorted(engines) for path, engines in sorted(converted.items())},
         "generated_by": f"scripts/generate_verl_schema.py from tests/data/verl-{meta['verl_version']}/",
         "verl_version": meta["verl_version"],
         "engines": meta["engines"],

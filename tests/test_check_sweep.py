@@ -54,7 +54,8 @@ def test_check_sweep_prints_the_failing_points_and_writes_nothing(tmp_path: Path
     # The critic follows the actor's mini batch: one problem, at the actor's key; point 2 has more.
     assert "; critic follows this value" in rows[0][4] and rows[1][4].endswith("more problem).")
     assert lines[-1] == "check-sweep: 8 points: 2 ok, 6 failed"
-    assert captured.err.startswith("verl_roles error: check-sweep: 6 of 8 sweep points fail (table above)")
+    assert captured.err.startswith("verl_roles error: check-sweep: 6 of 8 sweep points fail (table above); "
+                                   "nothing was launched or written")
     assert "Traceback" not in captured.err
     assert list(tmp_path.iterdir()) == []
 
@@ -63,7 +64,12 @@ def test_a_sweep_that_passes_exits_0(capsys):
     grid = ["model_engine=dp,megatron", "actor_rollout_ref.model.lora_rank=8,16"]
     assert cli(["check-sweep", "-m", *grid]) == 0
     captured = capsys.readouterr()
-    assert captured.out.splitlines() == ["check-sweep: 4 points: 4 ok, 0 failed"]
+    assert captured.out.splitlines() == [
+        "check-sweep: 4 jobs would share one trainer.experiment_name, so each gets its own (its swept values "
+        "appended, e.g. job #0: gsm8k_model_engine=dp,actor_rollout_ref.model.lora.rank=8); "
+        "sweep_summary.csv lists them",
+        "check-sweep: 4 points: 4 ok, 0 failed",
+    ]
     # The legacy key is read as its current key; its warning is printed once, not once per point.
     assert captured.err.count("lora_rank is a deprecated key") == 1
 

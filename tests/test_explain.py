@@ -7,9 +7,9 @@ from conftest import assert_user_error, flat, run, write
 from omegaconf import OmegaConf
 
 import verl_roles
+from verl_roles.api import compose_raw
 from verl_roles.cli import main as cli_main
 from verl_roles.commands import explain
-from verl_roles.hydra_adapter.loader import compose_raw
 from verl_roles.layout import ENGINES
 from verl_roles.sequence_parallel import TURNED_OFF
 

@@ -83,7 +83,7 @@ def test_launch_writes_the_run_dir_then_trains_on_it_and_exits_with_the_trainers
         str(run_dir.resolve()),
         "--config-name",
         "resolved",
-        f"hydra.run.dir={run_dir.resolve() / 'verl'}",
+        f"hydra.run.dir='{run_dir.resolve() / 'verl'}'",
     ]
     assert call["cwd"] == str(Path.cwd())
     assert "verl_roles: starting verl:" in out and "-m verl.trainer.main_ppo --config-path" in out

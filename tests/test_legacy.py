@@ -325,6 +325,8 @@ MANDATORY_ROLLOUT_NAME = "legacy left it mandatory (???); it defaults to vllm so
 
 # Differences verl 0.9.1 made on purpose, for both engines: we follow verl 0.9.1.
 VERL_091_CHANGES: dict[str, str] = {
+    "data.sampler.*": "neither verl 0.9.1 nor 0.8.0 declares or reads data.sampler: a key without an effect",
+    "data.datagen.*": "neither verl 0.9.1 nor 0.8.0 declares or reads data.datagen: a key without an effect",
     "*._target_": "each section carries the class verl 0.9.1 converts it into; some were renamed or moved",
     "actor_rollout_ref.rollout.name": MANDATORY_ROLLOUT_NAME,
     "reward.reward_model.rollout.name": "follows actor_rollout_ref.rollout.name (legacy: ??? too)",

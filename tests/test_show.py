@@ -100,5 +100,5 @@ def test_hydra_views_point_to_show(tmp_path: Path, run_args: list[str]):
     code = run([*run_args, "hydra.run.dir=out"], cwd=tmp_path)
     assert code.returncode == 0, code.stderr
     saved = (tmp_path / "out/.hydra/config.yaml").read_text()
-    assert saved.startswith("# Hydra's composition of this run, saved by Hydra before verl_roles")
-    assert "used is ../resolved.yaml" in saved.splitlines()[2]
+    assert saved.startswith("# Hydra's composition of this run, before verl_roles read legacy keys")
+    assert "# ../resolved.yaml (`verl-roles show`" in saved.splitlines()[2]

@@ -1,5 +1,6 @@
-"""Hydra multirun sweeps: per-job files, sweep_summary.csv, jobs that fail alone, and the same outputs
-from the parallel (joblib) and cluster (submitit) launchers as from the basic one."""
+"""Hydra multirun sweeps: every job validated before anything exists, per-job files and names,
+sweep_summary.csv, folders and outputs no two jobs share, and the same outputs from the parallel (joblib)
+and cluster (submitit) launchers as from the basic one."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from conftest import assert_user_error, run
 from omegaconf import OmegaConf
 
-from verl_roles.commands.sweep import ERROR_FILE, SUMMARY_COLUMNS, SUMMARY_FILE, read_summary
+from verl_roles.commands.sweep import SUMMARY_COLUMNS, SUMMARY_FILE, read_summary
 from verl_roles.main import main
 from verl_roles.run_files import ROLE_SECTIONS
 
@@ -53,7 +54,8 @@ def test_grid_writes_every_job_and_the_summary(tmp_path, capsys):
         critic = OmegaConf.load(job_dir / "roles" / "critic.yaml")
         assert critic.optim.lr == float(lr) == resolved.critic.optim.lr
     assert "sweep of 4 jobs: 4 ok, 0 failed" in capsys.readouterr().out
-    assert not (sweep_dir / ".verl_roles_jobs").exists()
+    # Nothing but the sweep: no staging folder or lock left beside it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep"]
 
 
 @pytest.mark.parametrize(
@@ -70,36 +72,115 @@ def test_grid_writes_every_job_and_the_summary(tmp_path, capsys):
     ],
     ids=["invalid-value", "does-not-compose"],
 )
-def test_an_invalid_job_fails_alone(tmp_path, capsys, grid, failing, phrases):
+def test_an_invalid_job_stops_the_sweep_before_anything_exists(tmp_path, capsys, grid, failing, phrases):
+    """Every job is composed and validated before Hydra starts: one invalid job refuses the sweep, with a
+    table of the failing jobs, and no folder is made (not even the sweep folder)."""
     code, sweep_dir = sweep(tmp_path, *grid.split())
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "Traceback" not in captured.err
+    table = captured.out.splitlines()
+    assert [line.split()[0] for line in table[1:-1]] == failing
+    assert all(phrase in captured.err for phrase in phrases), captured.err
+    assert "nothing was launched or written" in captured.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sweep_as_typed_exits_non_zero_and_writes_nothing(tmp_path):
+    result = run(["-m", "critic.optim.lr=-1,1e-5", f"hydra.sweep.dir={tmp_path / 's'}"], cwd=tmp_path)
+    assert_user_error(result, "1 of 2 sweep points fail", "nothing was launched or written")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_job_gets_its_own_experiment_name_and_checkpoint_folder(tmp_path, capsys):
+    code, sweep_dir = sweep(tmp_path, "critic.optim.lr=1e-5,2e-5", "trainer.experiment_name=lr_grid")
+    assert code == 0, capsys.readouterr().err
+    rows = read_summary(sweep_dir / SUMMARY_FILE)
+    names = [r["trainer.experiment_name"] for r in rows]
+    assert names == ["lr_grid_critic.optim.lr=1e-05", "lr_grid_critic.optim.lr=2e-05"]
+    assert [r["trainer.default_local_dir"] for r in rows] == [f"checkpoints/verl_examples/{n}" for n in names]
+    for row, name in zip(rows, names, strict=True):
+        resolved = OmegaConf.load(Path(row["output_dir"]) / "resolved.yaml")
+        assert resolved.trainer.experiment_name == name
+        assert resolved.trainer.default_local_dir == f"checkpoints/verl_examples/{name}"
+    # A name the jobs already have each to themselves is kept.
+    code, other = sweep(tmp_path / "own", "trainer.experiment_name=a,b")
+    assert code == 0
+    assert [r["trainer.experiment_name"] for r in read_summary(other / SUMMARY_FILE)] == ["a", "b"]
+
+
+def test_a_checkpoint_folder_every_job_shares_is_refused(tmp_path, capsys):
+    code, _ = sweep(tmp_path, "critic.optim.lr=1e-5,2e-5", f"trainer.default_local_dir={tmp_path}/ckpt")
     err = capsys.readouterr().err
     assert code == 2
-    assert "Traceback" not in err
-    rows = read_summary(sweep_dir / SUMMARY_FILE)
-    assert [r["job"] for r in rows if r["status"] == "failed"] == failing
-    for row in rows:
-        files = run_files(sweep_dir / row["job"])
-        if row["status"] == "ok":
-            assert row["error"] == "" and set(files) >= {"resolved.yaml", "roles/critic.yaml"}
-        else:
-            assert files == {}
-            # The summary holds the error on one short line; the job's directory holds all of it.
-            assert "\n" not in row["error"] and len(row["error"]) < 200, row["error"]
-            assert phrases[0] in row["error"]
-            full = (sweep_dir / row["job"] / ERROR_FILE).read_text()
-            assert all(phrase in full for phrase in phrases), full
-            assert full.startswith(row["error"].split(": ")[0] + ": ")
-    final = err.strip().splitlines()[-1]
-    head = f"verl_roles error: sweep: {len(failing)} of {len(rows)} sweep jobs failed: #{failing[0]}"
-    assert final.startswith(head)
-    assert str(sweep_dir / SUMMARY_FILE) in final
+    assert_user_error(subprocess_result(code, err), "trainer.default_local_dir",
+                      "resume from and overwrite the others' checkpoints", "${trainer.experiment_name}")
+    assert list(tmp_path.iterdir()) == []
+    # Without checkpoints (no save, no resume) the same folder harms nothing.
+    code, _ = sweep(tmp_path, "critic.optim.lr=1e-5,2e-5", f"trainer.default_local_dir={tmp_path}/ckpt",
+                    "trainer.resume_mode=disable")
+    assert code == 0, capsys.readouterr().err
 
 
-def test_sweep_as_typed_exits_non_zero_at_the_end(tmp_path):
-    result = run(["-m", "critic.optim.lr=-1,1e-5", f"hydra.sweep.dir={tmp_path / 's'}"], cwd=tmp_path)
-    assert_user_error(result, "1 of 2 sweep jobs failed", "#0 (critic.optim.lr=-1)", SUMMARY_FILE)
-    assert [r["status"] for r in read_summary(tmp_path / "s" / SUMMARY_FILE)] == ["failed", "ok"]
-    assert (tmp_path / "s" / "1" / "resolved.yaml").is_file()
+def test_job_folders_that_collide_are_refused_before_any_job_runs(tmp_path, capsys):
+    code, _ = sweep(tmp_path, "critic.optim.lr=1e-5,2e-5", "hydra.sweep.subdir=same")
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "hydra.sweep.subdir" in err and "the same folder 'same'" in err
+    assert list(tmp_path.iterdir()) == []
+    code, _ = sweep(tmp_path, "critic.optim.lr=1e-5,2e-5", "hydra.sweep.subdir=../out")
+    assert code == 2
+    assert "not a folder inside the sweep folder" in capsys.readouterr().err
+
+
+def test_a_sweep_that_cannot_write_fails_and_leaves_nothing(tmp_path):
+    """Once every job was validated a sweep fails only while writing: a file size limit stops each job's
+    resolved.yaml (each job says so, naming its final folder) and then the sweep's own files, so the
+    sweep stops, exit 2, and its staging folder is gone."""
+    result = _limited_sweep(tmp_path, limit=30_000)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    job = tmp_path / "s" / "0" / "resolved.yaml"
+    assert f"job #0: {job}: cannot be written: File too large" in result.stderr
+    assert "staging" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def _limited_sweep(tmp_path: Path, limit: int):
+    import resource
+    import subprocess
+    import sys
+
+    from conftest import cli_env
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(
+        [sys.executable, "-m", "verl_roles.main", "-m", "critic.optim.lr=1e-5,2e-5",
+         f"hydra.sweep.dir={tmp_path / 's'}", "hydra.output_subdir=null", "hydra/job_logging=none"],
+        cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120, preexec_fn=limit_file_size,
+    )
+
+
+def test_a_sweep_whose_summary_cannot_be_written_fails_and_leaves_nothing(tmp_path, monkeypatch, capsys):
+    from verl_roles.commands import sweep as sweep_module
+    from verl_roles.errors import ConfigError, Problem
+
+    def refuse(path, text):  # noqa: ANN001, ARG001
+        raise ConfigError([Problem(key=str(path), message="cannot be written: No space left on device")])
+
+    monkeypatch.setattr(sweep_module, "write_atomic", refuse)
+    code, sweep_dir = sweep(tmp_path, "critic.optim.lr=1e-5,2e-5")
+    assert code == 2
+    assert "sweep_summary.csv: cannot be written" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def subprocess_result(code: int, err: str):
+    import subprocess
+
+    return subprocess.CompletedProcess([], code, "", err)
 
 
 def test_a_single_run_writes_no_sweep_files(tmp_path):
@@ -122,15 +203,15 @@ def assert_same_sweep(expected: Path, actual: Path) -> None:
     assert any(run_files(expected / row["job"]) for row in rows)
 
 
-# One job fails validation, one writes its files.
-LAUNCHER_GRID = ["model_engine=megatron", "critic.optim.lr=-1,3e-5"]
+# Two jobs, each its own experiment name.
+LAUNCHER_GRID = ["model_engine=megatron", "critic.optim.lr=1e-5,3e-5"]
 
 
 @pytest.mark.skipif(plugin_missing("hydra_plugins.hydra_joblib_launcher"), reason="needs the joblib extra")
 def test_joblib_launcher_gives_the_same_outputs(tmp_path):
-    assert sweep(tmp_path / "basic", *LAUNCHER_GRID)[0] == 2
+    assert sweep(tmp_path / "basic", *LAUNCHER_GRID)[0] == 0
     launcher = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
-    assert sweep(tmp_path / "joblib", *LAUNCHER_GRID, launcher=launcher)[0] == 2
+    assert sweep(tmp_path / "joblib", *LAUNCHER_GRID, launcher=launcher)[0] == 0
     assert_same_sweep(tmp_path / "basic" / "sweep", tmp_path / "joblib" / "sweep")
 
 
@@ -138,6 +219,6 @@ def test_joblib_launcher_gives_the_same_outputs(tmp_path):
     plugin_missing("hydra_plugins.hydra_submitit_launcher"), reason="needs the submitit extra"
 )
 def test_submitit_local_launcher_gives_the_same_outputs(tmp_path):
-    assert sweep(tmp_path / "basic", *LAUNCHER_GRID)[0] == 2
-    assert sweep(tmp_path / "submitit", *LAUNCHER_GRID, launcher=["hydra/launcher=submitit_local"])[0] == 2
+    assert sweep(tmp_path / "basic", *LAUNCHER_GRID)[0] == 0
+    assert sweep(tmp_path / "submitit", *LAUNCHER_GRID, launcher=["hydra/launcher=submitit_local"])[0] == 0
     assert_same_sweep(tmp_path / "basic" / "sweep", tmp_path / "submitit" / "sweep")

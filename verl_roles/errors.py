@@ -73,7 +73,8 @@ def internal_error(error: BaseException) -> Problem:
     return Problem(
         key="internal error",
         message=f"verl_roles failed with {type(error).__name__}: "
-        f"{one_paragraph(str(error)) or 'no message'}; this is a bug of verl_roles, not a mistake in your config",
+        f"{one_paragraph(str(error)) or 'no message'}; this is a bug of verl_roles, not a mistake in your "
+        "config",
         fix="rerun with --debug (or VERL_ROLES_DEBUG=1) to see the traceback, and report it with the command "
         "line that caused it",
     )

@@ -17,11 +17,11 @@ final config, after every step):
   package already loaded may be named (:func:`search_path_problems`). Files of ``file://`` entries are
   read by the checked file source (limits, containment) whatever entry named them.
 - **No key without an effect** (:func:`task_problems`): a key the typed schema does not know (verl's
-  declared surface plus our own keys) is refused inside a section verl builds as a dataclass (verl
-  would refuse it) and inside our own sections (nothing reads it); inside a mapping verl passes on as
-  it is (``override_config``, ``engine_kwargs``...) it is accepted; inside a section verl reads as a
-  plain mapping (``data``, ``trainer``...) a near miss of a real key is refused (a typo) and any other
-  new key is a warning (only the user's own code can read it).
+  declared surface plus our own keys) is refused inside a section verl builds a dataclass from on its
+  way to training (verl would refuse it) and inside our own sections (nothing reads it); inside a
+  mapping verl passes on as it is (``override_config``, ``engine_kwargs``...) it is accepted; inside a
+  section verl reads as a plain mapping (``data``, ``trainer``...) a near miss of a real key is
+  refused (a typo) and any other new key is a warning (only the user's own code can read it).
 """
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 from omegaconf import DictConfig, ListConfig
 
 from verl_roles.errors import Problem
 from verl_roles.layout import ENGINE_TABLE, LORA_SECTIONS
 from verl_roles.omegaconf_adapter.nodes import raw_items
-from verl_roles.schema import KeyType, Tree, targets, tree
+from verl_roles.schema import KeyType, Tree, converted_sections, targets, tree
 from verl_roles.suggest import near_names
 from verl_roles.verl_target import VERL_TARGET_VERSION
 
@@ -130,8 +131,13 @@ class Surface:
 
     tree: Tree
     targets: Mapping[str, str]
+    converted: Collection[str]
     own_sections: Collection[str]
     release: str
+
+    def builds(self, section: str) -> bool:
+        """verl builds a dataclass from ``section`` (so it refuses a key the dataclass has no field for)."""
+        return any(fnmatchcase(section, pattern) for pattern in self.converted)
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,7 @@ class Findings:
 def surface(engine: str) -> Surface:
     """The surface of ``engine`` under the verl release we write for."""
     own = (*(e.baseline for e in ENGINE_TABLE), *LORA_SECTIONS)
-    return Surface(tree(engine), targets(engine), own, VERL_TARGET_VERSION)
+    return Surface(tree(engine), targets(engine), converted_sections(engine), own, VERL_TARGET_VERSION)
 
 
 def task_problems(cfg: DictConfig, surface: Surface) -> Findings:
@@ -221,12 +227,13 @@ def _added_key(
     guess = f"did you mean `{f'{section}.' if section else ''}{close[0]}`? " if close else ""
     listing = f"`verl-roles keys '{section}.*'` lists the keys of {where}" if section else (
         "`verl-roles keys` lists every key")
-    target = surface.targets.get(section)
-    if target is not None:
+    if surface.builds(section):
+        target = surface.targets.get(section)
+        built = f"as {target}" if target else "as a dataclass"
         problems.append(Problem(
             key=path,
-            message=f"is not a key of {where}: verl {surface.release} builds that section as {target}, "
-            f"which has no field `{name}`, so verl would refuse the config",
+            message=f"is not a key of {where}: verl {surface.release} builds that section {built}, which "
+            f"has no field `{name}`, so verl would refuse the config",
             fix=f"{guess}{listing}",
         ))
     elif any(section == own or section.startswith(f"{own}.") for own in surface.own_sections):

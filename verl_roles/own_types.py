@@ -227,5 +227,15 @@ UNTYPED_BY_VERL: dict[str, str] = {
     "sandbox_fusion": "Any",
 }
 
+# (c) Keys verl reads when they are there although no config of verl (nor ours) has them: a user adds
+# them with `+`. They are known keys (the gate accepts them), with the type of what reads them.
+READ_WHEN_ADDED: dict[str, str] = {
+    # Handed to the custom reward function (trainer/ppo/reward.py, get_custom_reward_fn).
+    "reward.custom_reward_function.reward_kwargs": "dict",
+    # Read by the reward loop's managers (experimental/reward_loop), where a legacy
+    # reward_model.reward_kwargs is copied to.
+    "reward.reward_kwargs": "dict",
+}
+
 # Our table, as the schema reads it.
-OWN_TYPES: dict[str, str] = {**OUR_KEYS, **UNTYPED_BY_VERL}
+OWN_TYPES: dict[str, str] = {**OUR_KEYS, **UNTYPED_BY_VERL, **READ_WHEN_ADDED}

@@ -236,10 +236,8 @@ class SweepPlan:
     output_subdir: str | None = None
     master: DictConfig | None = field(default=None, repr=False)
     master_text: str = field(default="", repr=False)
-
-    @property
-    def points(self) -> int:
-        return len(self.jobs) + len(self.failures)
+    # How many points the grid has (all of them, also when the sweep's own config fails first).
+    points: int = 0
 
     @property
     def ok(self) -> bool:
@@ -275,16 +273,17 @@ class SweepPlan:
             return Rendered.unpack(job.packed)
         return render_job(self.source(job), self.output_subdir)
 
-    def error(self) -> ConfigError:
-        """The error a sweep that cannot run stops with (the table of failing points is printed first)."""
+    def error(self, label: str = "sweep") -> ConfigError:
+        """The error a sweep that cannot run stops with (the table of failing points is printed first);
+        ``label`` names what stopped (the main job's sweep, or check-sweep)."""
         if self.problems and not self.failures and self.master_error is None:
             return ConfigError(self.problems)
-        first = self.failures[0].error if self.failures else self.master_error
-        assert first is not None
-        what = (f"{len(self.failures)} of {self.points} sweep points fail" if self.failures
-                else "the sweep's own config fails")
+        # The sweep's own config failing stops it before any job: that is the error to read first.
+        first = self.master_error if self.master_error is not None else self.failures[0].error
+        what = ("the sweep's own config fails" if self.master_error is not None
+                else f"{len(self.failures)} of {self.points} sweep points fail")
         return ConfigError([Problem(
-            key="sweep",
+            key=label,
             message=f"{what} (table above); nothing was launched or written",
             fix=f"fix the failing values and run again; the first error in full: {first.render()}",
         )])
@@ -303,6 +302,7 @@ def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
     only checks). Warnings are gathered (each message once, with how many points gave it)."""
     plan = SweepPlan(command, swept_keys(command), tuple(o.text for o in command.overrides if o.is_hydra))
     points = sweep_points(command)
+    plan.points = len(points)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConfigWarning)
         try:
@@ -310,6 +310,7 @@ def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
             plan.target = Path(os.path.abspath(str(OmegaConf.select(master, "hydra.sweep.dir"))))
         except ConfigError as error:
             plan.master_error = error
+            _check_points_alone(plan, points)
             return plan
         plan.output_subdir = _output_subdir(master)
         plan.master = hydra_only(master)
@@ -330,6 +331,18 @@ def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
     return plan
 
 
+def _check_points_alone(plan: SweepPlan, points: list[SweepPoint]) -> None:
+    """When the sweep's own config fails (no job would run), each point checked as a run of its own, so
+    the report says which points would fail too."""
+    for point in points:
+        source = JobSource(plan.command.config_name, plan.command.config_dir_path(),
+                           (*plan.hydra_overrides, *point.overrides))
+        try:
+            render_job(source, None)
+        except ConfigError as error:
+            plan.failures.append(PointFailure(point, error))
+
+
 def _names(plan: SweepPlan, master: DictConfig, points: list[SweepPoint]) -> list[tuple[SweepPoint, object]]:
     """Every point composed as its job, and the experiment name it would have; failures recorded.
 
@@ -338,8 +351,9 @@ def _names(plan: SweepPlan, master: DictConfig, points: list[SweepPoint]) -> lis
     named: list[tuple[SweepPoint, object]] = []
     for point in points:
         command = _job_command(plan, point)
+        config_dir = command.config_dir_path()
         try:
-            root = _checked(lambda p=point: compose_sweep_job(master, p.overrides, command.config_dir_path(), JOB_NAME),
+            root = _checked(lambda p=point, d=config_dir: compose_sweep_job(master, p.overrides, d, JOB_NAME),
                             command)
             name = _checked(lambda r=root: OmegaConf.select(r, sweep_isolation.EXPERIMENT_NAME, default=None),
                             command)
@@ -360,7 +374,8 @@ def _plan_job(plan: SweepPlan, master: DictConfig, point: SweepPoint, name: str 
                        (*plan.hydra_overrides, *point.overrides), assigned)
     command = source.command()
     try:
-        root = _checked(lambda: compose_sweep_job(master, point.overrides, command.config_dir_path(), JOB_NAME), command)
+        config_dir = command.config_dir_path()
+        root = _checked(lambda: compose_sweep_job(master, point.overrides, config_dir, JOB_NAME), command)
         subdir = _checked(lambda: _job_subdir(root, point.number), command)
         hydra = pin(hydra_only(root), {"hydra.sweep.subdir": subdir, "hydra.output_subdir": None})
         task, choices = split_hydra(root)
@@ -402,9 +417,9 @@ def _folder_problems(plan: SweepPlan) -> list[Problem]:
             shown = ", ".join(f"#{n}" for n in numbers[:6]) + (" ..." if len(numbers) > 6 else "")
             problems.append(Problem(
                 key="hydra.sweep.subdir",
-                message=f"gives {len(numbers)} jobs ({shown}) the same folder {folder!r}: each would overwrite "
-                "the others' files; nothing was launched or written",
-                fix="make the folder differ per job, e.g. the default hydra.sweep.subdir='${hydra.job.num}', or "
-                "'${hydra.job.override_dirname}'",
+                message=f"gives {len(numbers)} jobs ({shown}) the same folder {folder!r}: each would "
+                "overwrite the others' files; nothing was launched or written",
+                fix="make the folder differ per job, e.g. the default hydra.sweep.subdir='${hydra.job.num}', "
+                "or '${hydra.job.override_dirname}'",
             ))
     return problems

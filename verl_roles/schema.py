@@ -320,6 +320,12 @@ def targets(engine: str) -> dict[str, str]:
     return found
 
 
+@cache
+def converted_sections(engine: str) -> tuple[str, ...]:
+    """The sections verl builds a dataclass from under ``engine`` (``*`` stands for any one key)."""
+    return tuple(path for path, engines in verl_reference()["converted"].items() if engine in engines)
+
+
 def verl_names(kind: str) -> tuple[str, ...]:
     """One of verl's name lists (``adv_estimator``, ``policy_loss_mode``, ``reward_manager``,
     ``loss_agg_mode``), as frozen from verl 0.9.1."""

@@ -141,6 +141,7 @@ def shared_output_problems(jobs: Sequence[JobOutputs]) -> list[Problem]:
                 message=f"is {value!r} for {len(numbers)} jobs of this sweep ({shown}), which write their "
                 f"{output.holds} there: {output.harm}",
                 fix=f"make it one path per job, e.g. {output.key}='/path/${{trainer.experiment_name}}' "
-                "(every job gets its own trainer.experiment_name), or sweep it; nothing was launched or written",
+                "(every job gets its own trainer.experiment_name), or sweep it; nothing was launched or "
+                "written",
             ))
     return problems

@@ -12,8 +12,8 @@ module the map does not place, and on an import of the composition tier from any
   the write protocol. Works on configs it is handed; never composes one.
 - **composition**: the upper half of the Hydra adapter: Hydra's loader with our caches and gate, the
   main job as a Hydra app (:mod:`verl_roles.hydra_adapter`).
-- **api**: the one way above composition reaches it (:mod:`verl_roles.api`); ``verl_roles.compose``
-  is its public face.
+- **api**: the one way above composition reaches it (:mod:`verl_roles.api`; ``verl_roles.compose`` is
+  its public face), and what plans a run through it before anything exists (:mod:`verl_roles.planning`).
 - **commands**: the entry points: the main job, ``verl-roles`` and each of its commands.
 
 An entry names a module (``verl_roles.<name>``) or a package (every module under it).
@@ -35,11 +35,11 @@ TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "cmdline", "config_tree", "containment", "flat_lora", "gate", "legacy", "paths", "pipeline",
             "role_table", "roles", "rules", "run_files", "schema", "sequence_parallel", "slime", "summary",
-            "sweep_grid", "wording", "write_protocol",
+            "sweep_grid", "sweep_isolation", "wording", "write_protocol",
         ),
     ),
     ("composition", ("hydra_adapter",)),
-    ("api", ("api",)),
+    ("api", ("api", "planning")),
     ("commands", ("cli", "commands", "main", "")),
 )
 

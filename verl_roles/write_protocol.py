@@ -76,7 +76,8 @@ def folder_kind(folder: Path) -> str | None:
     if not folder.is_dir():
         return None
     try:
-        names = {entry.name for entry in os.scandir(folder)}
+        # What a killed run of ours left (a staging folder, a run set aside) does not count.
+        names = {entry.name for entry in os.scandir(folder) if not entry.name.startswith(".verl_roles-")}
     except OSError as error:
         raise unwritable(error, folder) from None
     if not names:
@@ -193,6 +194,64 @@ def _holder(fd: int) -> str:
 
 
 @dataclass
+class _Swap:
+    """The renames of one commit, and how to undo them: ``aside`` holds the old run while it is out of
+    place; ``moved_in`` / ``moved_out`` the entries moved in and out of a mount-point target."""
+
+    target: Path
+    staging: Path
+    aside: Path | None = None
+    old_out: bool = False
+    moved_in: list[Path] = field(default_factory=list)
+    moved_out: list[Path] = field(default_factory=list)
+
+    def replace_whole(self) -> None:
+        """Old run aside (one rename), new run in (one rename); the old one is deleted by :meth:`finish`."""
+        self.aside = Path(tempfile.mkdtemp(prefix=f".{self.target.name}{_REPLACED}", dir=self.target.parent))
+        os.replace(self.target, self.aside)
+        self.old_out = True
+        pause_point("swap:aside")
+        os.replace(self.staging, self.target)
+        self.old_out = False
+
+    def move_up(self, replace: bool) -> None:
+        """Into a target that is a mount point (it cannot be renamed): an old run's entries go aside inside
+        it, then the staged entries move up one by one, the completeness markers (``resolved.yaml``, the
+        marker file) last, so a folder holding them holds everything."""
+        old = [e for e in self.target.iterdir()
+               if e != self.staging and not e.name.startswith(".verl_roles-")]
+        if old and replace:
+            self.aside = Path(tempfile.mkdtemp(prefix=_REPLACED, dir=self.target))
+            for entry in old:
+                os.replace(entry, self.aside / entry.name)
+                self.moved_out.append(entry)
+            pause_point("swap:aside")
+        last = {*_LEGACY_MARKS.values(), MARKER}
+        for entry in sorted(self.staging.iterdir(), key=lambda e: (e.name in last, e.name == MARKER, e.name)):
+            os.replace(entry, self.target / entry.name)
+            self.moved_in.append(self.target / entry.name)
+        self.staging.rmdir()
+
+    def undo(self) -> None:
+        """Put the target back as it was before the commit began."""
+        with contextlib.suppress(OSError):
+            for entry in reversed(self.moved_in):
+                os.replace(entry, self.staging / entry.name)
+            if self.aside is not None:
+                for entry in reversed(self.moved_out):
+                    os.replace(self.aside / entry.name, entry)
+                if self.old_out:
+                    os.replace(self.aside, self.target)
+                    self.aside = None
+        if self.aside is not None:
+            shutil.rmtree(self.aside, ignore_errors=True)
+
+    def finish(self) -> None:
+        if self.aside is not None:
+            shutil.rmtree(self.aside, ignore_errors=True)
+
+
+@dataclass
 class FolderClaim:
     """A claimed run or sweep folder: write into :attr:`staging`, then :meth:`commit` (or :meth:`abort`).
 
@@ -207,27 +266,34 @@ class FolderClaim:
     replace: bool
     created: list[Path] = field(default_factory=list)
     done: bool = False
+    # The target is a mount point: it cannot be renamed, so the run is staged inside it and moved up.
+    inside: bool = False
 
     def commit(self) -> None:
-        """Put the staged folder in place of the target (replacing an old run as a whole) and release."""
+        """Put the staged folder in place of the target (replacing an old run as a whole) and release.
+
+        Stopped on the way (an error, Ctrl-C, SIGTERM), the target is put back as it was: the old run is
+        never lost and never mixed with the new one."""
         if self.done:
             return
         (self.staging / MARKER).write_text(marker_text(self.kind), encoding="utf-8")
         pause_point("staged")
+        swap = _Swap(self.target, self.staging)
         try:
-            if self.replace and folder_kind(self.target) not in (None, "empty"):
-                aside = Path(tempfile.mkdtemp(prefix=f".{self.target.name}{_REPLACED}",
-                                              dir=self.target.parent))
-                os.replace(self.target, aside)
-                pause_point("swap:aside")
-                os.replace(self.staging, self.target)
-                shutil.rmtree(aside, ignore_errors=True)
+            if self.inside:
+                swap.move_up(replace=self.replace)
+            elif self.replace and folder_kind(self.target) not in (None, "empty"):
+                swap.replace_whole()
             else:
                 # An empty folder is replaced by the rename itself; an absent one is created by it.
                 os.replace(self.staging, self.target)
-        except OSError as error:
+        except BaseException as error:
+            swap.undo()
             self.abort()
-            raise unwritable(error, self.target) from None
+            if isinstance(error, OSError):
+                raise unwritable(error, self.target) from None
+            raise
+        swap.finish()
         self.done = True
         self.lock.release()
 
@@ -268,7 +334,11 @@ def claim_folder(target: Path, kind: str, *, overwrite: bool) -> FolderClaim:
     try:
         _recover(target)
         _refuse_existing(target, kind, overwrite, before_lock=False)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}{_STAGING}", dir=target.parent))
+        inside = target.is_dir() and os.path.ismount(target)
+        if inside:
+            staging = Path(tempfile.mkdtemp(prefix=_STAGING, dir=target))
+        else:
+            staging = Path(tempfile.mkdtemp(prefix=f".{target.name}{_STAGING}", dir=target.parent))
         os.chmod(staging, 0o777 & ~_umask())
     except BaseException as error:
         lock.release()
@@ -276,7 +346,7 @@ def claim_folder(target: Path, kind: str, *, overwrite: bool) -> FolderClaim:
         if isinstance(error, OSError):
             raise unwritable(error, target) from None
         raise
-    return FolderClaim(target, kind, staging, lock, replace=overwrite, created=created)
+    return FolderClaim(target, kind, staging, lock, replace=overwrite, created=created, inside=inside)
 
 
 def _refuse_existing(target: Path, kind: str, overwrite: bool, before_lock: bool) -> None:
@@ -318,6 +388,11 @@ def _recover(target: Path) -> None:
     target gone, an old run aside) is undone; staging folders and runs set aside are removed."""
     parent = target.parent
     prefix = f".{target.name}"
+    if target.is_dir() and os.path.ismount(target):
+        for path in target.iterdir():
+            if path.name.startswith((_STAGING, _REPLACED)) and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+        return
     try:
         left = sorted(p for p in parent.iterdir() if p.name.startswith(prefix) and p.is_dir())
     except OSError:

@@ -108,6 +108,6 @@ def run(args: list[str]) -> int:
         plan = check_sweep(parse_args(args))
         print_plan_report(plan)
         if not plan.ok:
-            raise plan.error()
+            raise plan.error("check-sweep")
 
     return run_reporting_errors(action, args)

@@ -20,7 +20,7 @@ same gated loader, and write nothing.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
@@ -97,7 +97,11 @@ class MainJob:
         hydra_cfg = HydraConfig.get()
         out_dir = Path(str(hydra_cfg.runtime.output_dir))
         if job == "run" and self.run is not None:
-            write_job(out_dir, self.run.target, self.run.rendered, self.run.output_subdir, hydra_cfg, None)
+            run = self.run
+            try:
+                write_job(out_dir, run.target, run.rendered, run.output_subdir, hydra_cfg, None)
+            except ConfigError as error:
+                raise named_finally(error, out_dir, self.run.target) from None
             return sweep.ok()
         if job is None or self.sweep_plan is None:
             raise ConfigError([Problem(key="main job", message="was run without a plan")])
@@ -107,7 +111,8 @@ class MainJob:
         try:
             rendered = plan.rendered(planned)
             write_job(out_dir, final, rendered, plan.output_subdir, hydra_cfg, sweep.job_marker(sweep.ok()))
-        except ConfigError as error:
+        except ConfigError as staged_error:
+            error = named_finally(staged_error, out_dir, final)
             outcome = sweep.failed(error.headline())
             write_all_or_nothing([
                 (out_dir / sweep.ERROR_FILE, error.render().rstrip("\n") + "\n"),
@@ -116,6 +121,15 @@ class MainJob:
             print(f"verl_roles error: job #{job}: {error.render()}", file=sys.stderr)
             return outcome
         return sweep.ok()
+
+
+def named_finally(error: ConfigError, staged: Path, final: Path) -> ConfigError:
+    """``error`` naming the folder a job will have once in place instead of its staging folder."""
+    def fix(text: str) -> str:
+        return text.replace(str(staged), str(final))
+
+    return ConfigError([replace(p, key=fix(p.key), message=fix(p.message), fix=fix(p.fix))
+                        for p in error.problems])
 
 
 def write_job(
@@ -269,8 +283,11 @@ def _run_sweep(command: CommandLine, job: MainJob, overwrite: bool, report_check
     with signals_raise(), claim_folder(plan.target, SWEEP, overwrite=overwrite) as claim:
         job.sweep_plan = plan
         run_app(job, command.argv(), plan.served(claim.staging))
-        plan.write_multirun_file(claim.staging)
-        summary = sweep.write_summary(plan, claim.staging)
+        try:
+            plan.write_multirun_file(claim.staging)
+            summary = sweep.write_summary(plan, claim.staging)
+        except ConfigError as error:
+            raise named_finally(error, claim.staging, plan.target) from None
         claim.commit()
     total, bad = len(summary.records), len(summary.failures)
     print(f"verl_roles: sweep of {total} jobs: {total - bad} ok, {bad} failed; summary in {summary.path}")

@@ -80,7 +80,10 @@ def compose_raw(config_name: str, overrides: Sequence[str], config_dir: str | No
 
 
 def compose_full(
-    config_name: str, overrides: Sequence[str], config_dir: str | None = None, run_mode: RunMode = RunMode.RUN,
+    config_name: str,
+    overrides: Sequence[str],
+    config_dir: str | None = None,
+    run_mode: RunMode = RunMode.RUN,
     job_name: str | None = None,
 ) -> DictConfig:
     """The whole composition, Hydra's own ``hydra`` node included (gated like every composition).
@@ -221,16 +224,15 @@ def file_origin(config_name: str, overrides: Sequence[str], config_dir: str | No
         scheme, _, folder = layer.source.partition("://")
         if scheme != "file" or os.path.realpath(folder) == str(CONF_DIR):
             continue
+        # The layer's content sits at its package (Hydra wraps it there); the file holds it relative.
+        if not _has_key(layer.config, key):
+            continue
         package = f"{layer.package}." if layer.package else ""
-        if not key.startswith(package) and package:
-            continue
-        relative = key[len(package):]
-        if not _has_key(layer.config, relative):
-            continue
+        relative = key[len(package):] if key.startswith(package) else key
         path = os.path.join(folder, f"{layer.config_path}.yaml")
         try:
             lines = key_lines(read_config_file(path, path))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the message then names the file without a line
             lines = {}
         line = next((lines[k] for k in (relative, *_parents(relative)) if k in lines), None)
         return f"the file {path}" + (f", line {line}" if line else "")

@@ -18,8 +18,11 @@ code, so the result is the config Hydra composes.
 
 from __future__ import annotations
 
+import copy
+import os
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -55,8 +58,10 @@ class ConfigLoader(ConfigLoaderImpl):
     def __init__(self, config_search_path: ConfigSearchPath) -> None:
         super().__init__(config_search_path=config_search_path)
         self.repository = CachedRepository(config_search_path=config_search_path)
-        # The code slots the shipped files of the last composition's defaults list hold.
+        # The code slots the shipped files of the last composition's defaults list hold, and the files
+        # of a user's folder in it (package, path, content), to name where a refused value came from.
         self._catalog: Catalog = frozenset()
+        self._user_files: tuple[tuple[str, str, DictConfig], ...] = ()
         # What the main job composed before Hydra started (None: compose as usual).
         self.served: Any = None
 
@@ -109,7 +114,19 @@ class ConfigLoader(ConfigLoaderImpl):
             # Something this composition's own shipped files do not hold: ask every shipped option.
             problems = gate.hydra_problems(hydra, shipped_catalog(self.repository))
         if problems:
-            raise ConfigError(problems)
+            raise ConfigError([replace(p, origin=p.origin or self._file_setting(p.key)) for p in problems])
+
+    def _file_setting(self, key: str) -> str:
+        """"the file F" of a user's folder that sets ``key`` in the last composition, else ''."""
+        for package, path, config in reversed(self._user_files):
+            prefix = f"{package}." if package else ""
+            if prefix and not key.startswith(prefix):
+                continue
+            found = OmegaConf.select(config, key[len(prefix):], default=_NOTHING, throw_on_missing=False,
+                                     throw_on_resolution_failure=False)
+            if found is not _NOTHING:
+                return f"the file {path}"
+        return ""
 
     def _parse_overrides_and_create_caching_repo(
         self, config_name: str | None, overrides: list[str]
@@ -138,17 +155,22 @@ class ConfigLoader(ConfigLoaderImpl):
         key = defaults_key(defaults)
         memo = cache.composed.get(key)
         if memo is not None:
-            template, self._catalog = memo
+            template, self._catalog, self._user_files = memo
             return thaw(template)
-        catalog = _catalog_of(repo.load_config(config_path=str(d.config_path)) for d in defaults
-                              if d.config_path is not None)
+        loaded = [(d, repo.load_config(config_path=str(d.config_path))) for d in defaults
+                  if d.config_path is not None]
+        catalog = _catalog_of(result for _, result in loaded)
+        user_files = tuple(
+            (d.package or "", _file_path(result, str(d.config_path)), copy.deepcopy(result.config))
+            for d, result in loaded if result is not None and not is_shipped(result)
+        )
         cfg = super()._compose_config_from_defaults_list(defaults, repo)
         # The merge adopts the nodes of the files it merges, as in stock Hydra: it was handed the loaded
         # files themselves, so drop them from the file cache (a later new defaults list reads them again).
         for default in defaults:
             cache.files.pop(str(default.config_path), None)
-        cache.composed[key] = (freeze(cfg), catalog)
-        self._catalog = catalog
+        cache.composed[key] = (freeze(cfg), catalog, user_files)
+        self._catalog, self._user_files = catalog, user_files
         return cfg
 
     def get_group_options(
@@ -164,6 +186,15 @@ class ConfigLoader(ConfigLoaderImpl):
         if results_filter != ObjectType.GROUP:
             return options
         return [o for o in options if not is_internal_group(f"{group_name}/{o}" if group_name else o)]
+
+
+_NOTHING = object()
+
+
+def _file_path(result: Any, config_path: str) -> str:
+    folder = str(result.path).partition("://")[2]
+    name = config_path if config_path.endswith((".yaml", ".yml")) else f"{config_path}.yaml"
+    return os.path.join(folder, name)
 
 
 def _catalog_of(results: Any) -> Catalog:

@@ -33,8 +33,8 @@ class Served:
     """The compositions of one app run.
 
     ``hydra``: the run's (or the sweep's master) config holding only its ``hydra`` node, pinned,
-    frozen; ``mode``: RUN or MULTIRUN; ``jobs``: for a sweep, the pinned ``hydra`` node of each job by its overrides (as the
-    sweeper hands them to the launcher).
+    frozen; ``mode``: RUN or MULTIRUN; ``jobs``: for a sweep, each job's number and pinned ``hydra``
+    node, by the job's overrides (as the sweeper hands them to the launcher).
     """
 
     hydra: bytes | DictConfig
