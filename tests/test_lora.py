@@ -38,10 +38,12 @@ def test_each_engine_keeps_its_legacy_lora_defaults(engines, engine, model):
     assert (lora["rank"], lora["type"], lora["merge"], lora["dropout"], lora["exclude_modules"]) == (
         0, "lora", False, 0.0, []
     )
-    # verl reads LoRA from flat keys too (FSDP, VeOmni): the result carries them, derived from the block.
+    # verl reads LoRA from flat keys too (FSDP, VeOmni; under Megatron its rollout engines): the result
+    # carries them, derived from the block; under Megatron the modules in Hugging Face names, as the
+    # rollout serves a Hugging Face model (all four linear layers: all-linear, verl's own value).
     section = OmegaConf.to_container(OmegaConf.select(engines[engine], model))
     flat_keys = (section["lora_rank"], section["lora_alpha"], section["target_modules"])
-    assert flat_keys == (0, alpha, target_modules)
+    assert flat_keys == (0, alpha, "all-linear" if engine == "megatron" else target_modules)
     assert (section["exclude_modules"], section["lora_adapter_path"]) == (None, None)
 
 

@@ -215,7 +215,7 @@ def test_values_verl_accepts_compose(override):
         ("actor_rollout_ref.actor.optim.betas=[0.9]", "a list of 2 numbers"),
         ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2.5", "an integer or null"),
         ("actor_rollout_ref.actor.checkpoint.save_contents=model", "a list of strings"),
-        ("actor_rollout_ref.actor.optim=3", "a mapping"),
+        ("actor_rollout_ref.actor.checkpoint=3", "a mapping"),
     ],
 )
 def test_wrong_type_is_caught_at_compose_time(override, expected):

@@ -90,11 +90,6 @@ ALLOWED: tuple[Allowed, ...] = (
         "(verl's unread flat default is 16)",
     ),
     *_per_model(
-        "target_modules", BLOCK_LORA_READERS,
-        "derived from the block, which verl's Megatron engine reads (Megatron module names): one list "
-        "under both names (verl's unread flat default is all-linear)",
-    ),
-    *_per_model(
         "use_remove_padding", ("megatron",),
         "kept from the legacy megatron trainer on purpose (false); Megatron packs through "
         "megatron.use_remove_padding, which follows verl",

@@ -33,8 +33,9 @@ from hydra.core.override_parser.types import OverrideType
 from hydra.errors import HydraException
 
 from verl_roles.config_tree import ConfigTree, config_dir_path
-from verl_roles.errors import Problem
+from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG
+from verl_roles.limits import MAX_NESTING, text_nesting_depth
 
 # --- flags ----------------------------------------------------------------------------------------
 
@@ -305,6 +306,13 @@ class CommandLine:
     @classmethod
     def _build(cls, split: Sequence[Flag | str], default_config: str) -> CommandLine:
         texts = [item for item in split if isinstance(item, str)]
+        too_deep = [text for text in texts if text_nesting_depth(text) > MAX_NESTING]
+        if too_deep:
+            raise ConfigError([Problem(
+                key=f"`{text[:60]}{'...' if len(text) > 60 else ''}`",
+                message=f"nests its lists or mappings more than {MAX_NESTING} levels deep",
+                fix="write the value nested a few levels, as a config holds it, or put it in a file",
+            ) for text in too_deep])
         extra: list[str | None] = [
             f.value for f in split if isinstance(f, Flag) and f.spec in (CONFIG_DIR, CONFIG_PATH)
         ]

@@ -48,6 +48,14 @@ def group_choice_problem(
     for item in value if isinstance(value, list) else [value]:
         if not isinstance(item, str):
             return _not_an_option(text, group, item, options, also_a_section)
+        if "${" in item:
+            return Problem(
+                key=group,
+                message=f"`{text}` chooses an option through an interpolation ({item!r}); an option is "
+                "chosen by its name, which is never computed",
+                expected="one of " + ", ".join(options) if options else "",
+                fix=f"write the option's name, e.g. `{group}={options[0] if options else 'NAME'}`",
+            )
         problem = option_name_problem(group, item)
         if problem is not None:
             return problem

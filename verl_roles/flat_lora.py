@@ -10,6 +10,12 @@ derived from it: verl sees one rank under both names, whatever engine it runs.
 
 The derived keys are facts about the block, never inputs: they are added after resolution, to a
 read-only config, so nothing in ``conf/`` or on the command line sets them directly.
+
+Under Megatron the block names Megatron-Core layers (``linear_qkv``...), but the flat
+``target_modules`` is also what verl's rollout engines read about the same adapter, on the Hugging Face
+model they serve (SGLang's ``lora_target_modules``). So there the flat module names are the Hugging Face
+names of the same layers (:data:`HF_NAMES_OF_MEGATRON`), and ``all-linear`` (verl's own value, which
+SGLang receives as ``all``) when the block adapts every linear layer of a block.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import ClassVar
 
 from omegaconf import DictConfig, ListConfig, OmegaConf, read_write
 
-from verl_roles.legacy import MODEL_SECTIONS
+from verl_roles.layout import ENGINE_KEY, MEGATRON_MODULE_NAMES, MODEL_SECTIONS, engine
 
 # Flat key -> field of the block it is derived from.
 FLAT_FROM_BLOCK: dict[str, str] = {
@@ -31,6 +37,23 @@ FLAT_FROM_BLOCK: dict[str, str] = {
     "exclude_modules": "exclude_modules",
     "lora_adapter_path": "adapter_path",
 }
+
+
+# Megatron-Core's layer names and the Hugging Face (Llama-family) modules each stands for.
+HF_NAMES_OF_MEGATRON: dict[str, tuple[str, ...]] = {
+    "linear_qkv": ("q_proj", "k_proj", "v_proj"),
+    "linear_q": ("q_proj",),
+    "linear_k": ("k_proj",),
+    "linear_v": ("v_proj",),
+    "linear_proj": ("o_proj",),
+    "linear_fc1": ("gate_proj", "up_proj"),
+    "linear_fc1_gate": ("gate_proj",),
+    "linear_fc1_up": ("up_proj",),
+    "linear_fc2": ("down_proj",),
+}
+# Every linear layer of a transformer block, as PEFT's shorthand names it.
+ALL_LINEAR = "all-linear"
+_EVERY_LINEAR = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +74,7 @@ class FlatLoraReport:
 
 def add_flat_lora_keys(resolved: DictConfig) -> FlatLoraReport:
     """Add verl's flat LoRA keys to each model section of the resolved ``resolved``, in place."""
+    megatron_names = engine(resolved.get(ENGINE_KEY)).lora_module_names == MEGATRON_MODULE_NAMES
     derived = []
     for section_key in MODEL_SECTIONS:
         section = OmegaConf.select(resolved, section_key, default=None)
@@ -62,9 +86,27 @@ def add_flat_lora_keys(resolved: DictConfig) -> FlatLoraReport:
         with read_write(section):
             for flat, field in FLAT_FROM_BLOCK.items():
                 if field in block:
-                    section[flat] = _flat_value(flat, block[field])
+                    value = block[field]
+                    if megatron_names and flat in ("target_modules", "exclude_modules"):
+                        value = hf_names(value, flat == "target_modules")
+                    section[flat] = _flat_value(flat, value)
                     derived.append(DerivedKey(f"{section_key}.{flat}", f"{section_key}.lora.{field}"))
     return FlatLoraReport(tuple(derived))
+
+
+def hf_names(value: object, targets: bool) -> object:
+    """Megatron-Core module names as the Hugging Face modules they stand for (a name of no Megatron layer
+    is kept); for the targets, every linear layer is ``all-linear``."""
+    if not isinstance(value, ListConfig | list | tuple):
+        return value
+    names: list[str] = []
+    for name in map(str, value):
+        for hf in HF_NAMES_OF_MEGATRON.get(name, (name,)):
+            if hf not in names:
+                names.append(hf)
+    if targets and set(names) == _EVERY_LINEAR:
+        return ALL_LINEAR
+    return names
 
 
 def _flat_value(flat: str, value: object) -> object:

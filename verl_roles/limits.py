@@ -54,7 +54,8 @@ def read_config_file(path: str | os.PathLike[str], key: str) -> str:
         raise _refused(key, f"is more than the {MAX_CONFIG_FILE_BYTES} bytes a config file may have",
                        "keep only the settings in the file (a config file is a few KB)")
     try:
-        return data.decode("utf-8")
+        # A byte-order mark (editors on Windows write one) is not part of the text.
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise _refused(
@@ -86,6 +87,45 @@ def too_many_values(data: object, key: str) -> ConfigError | None:
     return _refused(key, f"expands to {total} values once its aliases (`*name`) are followed, more than "
                     f"the {MAX_VALUES} a config file may have", "write the values out instead of aliasing "
                     "aliases (a config file holds a few hundred values)")
+
+
+def nesting_depth(data: object) -> int:
+    """How deep mappings and lists nest in ``data`` (a scalar is 0), each shared container measured once."""
+    depths: dict[int, int] = {}
+
+    def depth(node: object, level: int) -> int:
+        if not isinstance(node, dict | list) or level > MAX_NESTING:
+            return 0
+        known = depths.get(id(node))
+        if known is None:
+            children = node.values() if isinstance(node, dict) else node
+            known = depths[id(node)] = 1 + max((depth(child, level + 1) for child in children), default=0)
+        return known
+
+    return depth(data, 0)
+
+
+def text_nesting_depth(text: str) -> int:
+    """How deep ``[`` / ``{`` brackets nest in an override's text, outside quotes."""
+    deepest = level = 0
+    quote = ""
+    escaped = False
+    for char in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif char in "]}":
+            level = max(level - 1, 0)
+    return deepest
 
 
 def too_deep(key: str) -> ConfigError:

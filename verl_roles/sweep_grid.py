@@ -14,10 +14,14 @@ same command line with every sweep left out; :func:`master_overrides` gives thos
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from hydra.core.override_parser.types import Glob
+from hydra.errors import HydraException
+
 from verl_roles.cmdline import CommandLine, Override
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError, Problem, one_paragraph
 
 
 @dataclass(frozen=True)
@@ -39,13 +43,22 @@ def _key_element(override: Override) -> str:
     return override.parsed.get_key_element()
 
 
-def _choices(override: Override) -> list[str]:
+def _choices(override: Override, options: Callable[[str], list[str]]) -> list[str]:
     """``key=value`` for each value of one override (one item unless it sweeps)."""
     parsed = override.parsed
     assert parsed is not None
     key = _key_element(override)
     if not override.is_sweep:
         return [f"{key}={parsed.get_value_element_as_str()}"]
+    value = parsed.value()
+    if isinstance(value, Glob):
+        if not override.is_group:
+            raise ConfigError([Problem(
+                key=f"`{override.text}`",
+                message="sweeps with glob(), which picks options of a config group, but this key is no group",
+                fix="list the values (`a,b,c`), or use glob() on a group such as model_engine",
+            )])
+        return [f"{key}={name}" for name in value.filter(options(override.key))]
     if not parsed.is_discrete_sweep():
         raise ConfigError(
             [
@@ -57,7 +70,15 @@ def _choices(override: Override) -> list[str]:
                 )
             ]
         )
-    return [f"{key}={value}" for value in parsed.sweep_string_iterator()]
+    try:
+        return [f"{key}={value}" for value in parsed.sweep_string_iterator()]
+    except (ValueError, TypeError, HydraException) as error:
+        raise ConfigError([Problem(
+            key=f"`{override.text}`",
+            message=f"is a sweep whose values cannot be listed: {one_paragraph(str(error))}",
+            fix="check its bounds and step (range(start,stop,step) needs a step other than 0), or list the "
+            "values (`a,b,c`)",
+        )]) from None
 
 
 def swept_keys(command: CommandLine) -> list[str]:
@@ -83,7 +104,7 @@ def sweep_points(command: CommandLine) -> list[SweepPoint]:
         if override.parsed is None:
             by_key[override.text] = (override, [override.text])
         else:
-            by_key[_key_element(override)] = (override, _choices(override))
+            by_key[_key_element(override)] = (override, _choices(override, command.tree.options))
     columns = list(by_key.values())
     points = []
     for number, combination in enumerate(itertools.product(*(values for _, values in columns))):

@@ -108,8 +108,10 @@ def _text(value: object) -> str:
 
 
 def summary_columns(keys: Sequence[str]) -> list[str]:
-    """The header of sweep_summary.csv for a sweep over ``keys``."""
-    return [SUMMARY_COLUMNS[0], *keys, *SUMMARY_COLUMNS[1:]]
+    """The header of sweep_summary.csv for a sweep over ``keys``: a swept key named like one of the fixed
+    columns (``+job=1,2``) is written ``swept:job``, so every column name is one column."""
+    return [SUMMARY_COLUMNS[0], *(f"swept:{k}" if k in SUMMARY_COLUMNS else k for k in keys),
+            *SUMMARY_COLUMNS[1:]]
 
 
 def write_summary(plan: SweepPlan, staging: Path) -> Summary:

@@ -49,7 +49,24 @@ def _file_stamp(res: Any) -> tuple[str, int, int] | None:
     return (os.fspath(res), info.st_mtime_ns, info.st_size)
 
 
-class _PackageSource(ImportlibResourcesConfigSource):
+class _Lookups:
+    """Hydra's lookups of a name in a source, where a name the file system cannot hold (a part over 255
+    bytes, say) is simply no group and no config, not an OSError."""
+
+    def is_group(self, config_path: str) -> bool:
+        try:
+            return bool(super().is_group(config_path))  # type: ignore[misc]
+        except OSError:
+            return False
+
+    def is_config(self, config_path: str) -> bool:
+        try:
+            return bool(super().is_config(config_path))  # type: ignore[misc]
+        except OSError:
+            return False
+
+
+class _PackageSource(_Lookups, ImportlibResourcesConfigSource):
     """``pkg://`` source parsing with :func:`load_yaml`, each file once per version of it."""
 
     def _read_config(self, res: Any) -> ConfigResult:
@@ -73,7 +90,7 @@ class _PackageSource(ImportlibResourcesConfigSource):
         )
 
 
-class _FileSource(FileConfigSource):
+class _FileSource(_Lookups, FileConfigSource):
     """``file://`` source (the shipped tree, ``--config-dir``, ``hydra.searchpath``) parsing with
     :func:`load_yaml`; every file outside the shipped tree is checked as a user's file."""
 

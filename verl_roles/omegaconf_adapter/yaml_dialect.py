@@ -18,7 +18,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf._utils import OmegaConfDumper, get_yaml_loader
 
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.limits import too_deep, too_many_values
+from verl_roles.limits import MAX_NESTING, nesting_depth, too_deep, too_many_values
 
 _OMEGACONF_LOADER = get_yaml_loader()
 
@@ -57,6 +57,8 @@ def load_plain(text: str, name: str = "<unicode string>") -> Any:
     error = too_many_values(data, name)
     if error is not None:
         raise error
+    if nesting_depth(data) > MAX_NESTING:
+        raise too_deep(name)
     return data
 
 

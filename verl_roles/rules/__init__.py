@@ -18,6 +18,7 @@ from verl_roles.rules.runner import Notice, Rule, validate
 RULES: tuple[Rule, ...] = (
     schema_rules.values_have_their_declared_type,
     schema_rules.mandatory_values_are_set,
+    cross_key.strategies_match_the_engine,
     cross_key.parallel_sizes_fit_the_gpus,
     cross_key.batch_sizes_are_consistent,
     tables.values_come_from_their_known_set,

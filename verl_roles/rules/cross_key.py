@@ -13,9 +13,10 @@ from collections.abc import Iterable
 from omegaconf import DictConfig
 
 from verl_roles.errors import Problem
-from verl_roles.layout import ACTOR, CRITIC, DP, REF, ROLES_BY_NAME, ROLLOUT
+from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLES_BY_NAME, ROLLOUT
 from verl_roles.rules.tables import ULYSSES
 from verl_roles.rules.values import (
+    UNSET,
     count,
     engine_of,
     fsdp_roles_in_use,
@@ -28,6 +29,28 @@ from verl_roles.rules.values import (
     role_name,
     trained_roles,
 )
+
+
+def strategies_match_the_engine(cfg: DictConfig) -> Iterable[Problem]:
+    """Each role's ``strategy`` picks the worker verl builds it with; under ``model_engine=X`` it must be
+    one that runs X, or the role would run another engine on X's settings."""
+    chosen = engine_of(cfg)
+    for role in ROLES:
+        if not role.engine_block:
+            continue
+        key = f"{role.section}.strategy"
+        value = get(cfg, key)
+        if value is UNSET or value in chosen.strategies:
+            continue
+        others = [e.name for e in ENGINE_TABLE if value in e.strategies]
+        switch = f"; to run {others[0]}, choose model_engine={others[0]} instead" if others else ""
+        yield Problem(
+            key=key,
+            message=f"is {value!r}, but the config was composed with model_engine={chosen.name}: the role "
+            f"would be built by another engine's worker from {chosen.name}'s blocks",
+            expected="one of " + ", ".join(chosen.strategies),
+            fix=f"drop the override of {key} (model_engine sets it){switch}",
+        )
 
 
 def parallel_sizes_fit_the_gpus(cfg: DictConfig) -> Iterable[Problem]:

@@ -5,25 +5,44 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from verl_roles.errors import Problem
-from verl_roles.layout import MODEL_SECTIONS, ROLE_SECTIONS
+from verl_roles.layout import (
+    ENGINE_KEY,
+    LORA_SECTIONS,
+    MODEL_SECTIONS,
+    OPTIM_BLOCK,
+    ROLE_SECTIONS,
+    ROLES,
+    engine,
+)
 from verl_roles.rules.values import UNSET, get
 
+# The sections the steps and the rules walk under every engine.
 SECTIONS: tuple[str, ...] = (
-    "actor_rollout_ref", *ROLE_SECTIONS.values(), *MODEL_SECTIONS, "data", "trainer", "algorithm",
+    "actor_rollout_ref", *ROLE_SECTIONS.values(), *MODEL_SECTIONS, *LORA_SECTIONS, "data", "trainer",
+    "algorithm",
 )
+
+
+def sections_read(cfg: DictConfig) -> tuple[str, ...]:
+    """:data:`SECTIONS`, and under the config's engine its baseline, each role's engine block and the
+    optimizer blocks of the roles that have one (from the layout table)."""
+    chosen = engine(cfg.get(ENGINE_KEY))
+    blocks = [f"{role.section}.{chosen.block(role.name)}" for role in ROLES if role.engine_block]
+    optims = [f"{role.section}.{OPTIM_BLOCK}" for role in ROLES if role.group is not None]
+    return (*SECTIONS, chosen.baseline, *blocks, *optims)
 
 
 def section_problems(cfg: DictConfig) -> list[Problem]:
     """A section removed (``~actor_rollout_ref``) or replaced by a value (``actor_rollout_ref.actor=3``):
     one problem at the outermost such section. Checked before any step, which all read sections."""
     problems: list[Problem] = []
-    for key in SECTIONS:
+    for key in sections_read(cfg):
         if any(key.startswith(f"{problem.key}.") for problem in problems):
             continue
         node = get(cfg, key)
         if node is UNSET:
             problems.append(Problem(
-                key=key, message="is removed, but verl reads this section",
+                key=key, message="is removed, but the run is built from this section",
                 fix=f"keep it: drop the `~{key}` override (remove single keys inside it instead)",
             ))
         elif not isinstance(node, DictConfig):
