@@ -2,11 +2,12 @@
 
 Run it with a Python where verl is importable (it does not need verl_roles)::
 
-    /work/venvs/verl091/bin/python scripts/freeze_verl_reference.py            # write the reference
-    /path/to/newer/python scripts/freeze_verl_reference.py --compare-installed  # what a new verl changes
+    /path/to/verl-env/bin/python scripts/freeze_verl_reference.py                   # freeze that verl
+    /path/to/newer/bin/python scripts/freeze_verl_reference.py --compare-installed  # what it changes
 
-Freeze mode refuses to run unless the installed verl is the version named by ``--verl-version``
-(default 0.9.1). It composes verl's own ``ppo_trainer`` config (from the installed package's
+The release is the one installed: freeze mode writes tests/data/verl-<installed version>/, and
+``--verl-version X`` only asserts that the installed verl is X (the script refuses otherwise; no
+release is named in the script). It composes verl's own ``ppo_trainer`` config (from the installed package's
 ``verl/trainer/config`` tree, with Hydra's compose API in an isolated context) once per option of its
 ``model_engine`` group, inspects the dataclasses verl converts config sections into, scans verl's
 source for every ``omega_conf_to_dataclass`` call, reads verl's name registries, and, when the
@@ -52,8 +53,9 @@ Type descriptors: a builtin name (``"int"``, ``"float"``, ``"str"``, ``"bool"``,
 ``literal`` (``values``), ``enum`` (``ref``, ``values``), ``dataclass`` (``ref``: a key of
 types.json's ``dataclasses``), ``class`` (``ref``), ``unresolved`` (``text``).
 
-``--compare-installed`` builds the same reference from the installed verl (any version) and prints
-what it adds, removes or changes relative to the frozen tests/data/verl-<--verl-version>/ (leaves,
+``--compare-installed [RELEASE]`` builds the same reference from the installed verl (any version) and
+prints what it adds, removes or changes relative to the frozen tests/data/verl-<RELEASE>/ (default: the
+newest release frozen there; ``--out-dir`` names another reference folder) (leaves,
 defaults, types, ``_target_`` keys, enums, conversions, example verdicts); source hashes and call
 line numbers are shown as notes only. Exit code 0 when the surface is identical, 1 when it differs,
 2 on a usage error (verl missing, wrong version, no frozen reference).
@@ -81,12 +83,14 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_VERSION = "0.9.1"
+DATA_DIR = REPO / "tests" / "data"
+# A frozen reference is the folder DATA_DIR / f"{REFERENCE_PREFIX}{release}".
+REFERENCE_PREFIX = "verl-"
 PRIMARY_CONFIG = "ppo_trainer"
 ENGINE_GROUP = "model_engine"
-EXAMPLES_DIR = REPO / "tests" / "data" / "verl_examples"
+EXAMPLES_DIR = DATA_DIR / "verl_examples"
 # verl's package folders searched for omega_conf_to_dataclass calls (experimental/ holds the agent
-# loop, which converts the rollout and model sections on verl 0.9.1's default path).
+# loop, which converts the rollout and model sections on the trainer's default path).
 SCANNED_PACKAGES = ("trainer", "workers", "utils", "experimental")
 CONVERT_FUNCTION = "omega_conf_to_dataclass"
 
@@ -270,28 +274,61 @@ REF_WORKER_PREFIX = {"self.config.ref": f"{ARR}.ref", "self.config.actor": f"{AR
 # ----------------------------------------------------------------------------------------------
 # Finding verl
 # ----------------------------------------------------------------------------------------------
-def import_verl(expected_version: str, allow_other_version: bool) -> tuple[Any, str]:
-    """The installed verl module and its version; refuses with a clear message when unusable."""
+def import_verl(asserted_version: str | None) -> tuple[Any, str]:
+    """The installed verl module and its release; refuses with a clear message when verl is missing or
+    is not the release ``--verl-version`` asserts."""
     try:
         import verl
     except ImportError as exc:
         raise UsageError(
             f"verl is not importable with {sys.executable} ({exc}). Run this script with the Python of "
-            f"an environment where verl {expected_version} is installed "
-            f"(pip install verl=={expected_version}), "
-            "e.g. /work/venvs/verl091/bin/python scripts/freeze_verl_reference.py."
+            "an environment where the verl release to freeze is installed, e.g. "
+            "/path/to/verl-env/bin/python scripts/freeze_verl_reference.py "
+            f"({install_hint(asserted_version)})."
         ) from exc
     try:
         version = importlib.metadata.version("verl")
     except importlib.metadata.PackageNotFoundError:
         version = str(getattr(verl, "__version__", "unknown"))
-    if version != expected_version and not allow_other_version:
+    if asserted_version is not None and version != asserted_version:
         raise UsageError(
-            f"the installed verl is {version}, but --verl-version asks for {expected_version}. Freeze with "
-            f"verl {expected_version} installed, or pass --verl-version {version} to freeze that release "
-            f"into tests/data/verl-{version}/ (use --compare-installed to see what it changes)."
+            f"the installed verl is {version}, but --verl-version asserts {asserted_version}. Run the script "
+            f"with the Python of an environment where verl {asserted_version} is installed, or drop "
+            f"--verl-version to freeze verl {version} into {reference_folder(version)}/ "
+            "(--compare-installed shows what it changes)."
         )
     return verl, version
+
+
+def install_hint(asserted_version: str | None) -> str:
+    """``pip install verl==X`` for the asserted release, else for the newest one frozen here."""
+    frozen = frozen_releases()
+    if asserted_version is not None:
+        return f"pip install verl=={asserted_version}"
+    if not frozen:
+        return "pip install verl==<release>"
+    return f"pip install verl=={frozen[-1]}, the newest release frozen here; all: {', '.join(frozen)}"
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """Sort key of a release text (``0.10.0`` after ``0.9.1``)."""
+    return tuple(int(number) for number in re.findall(r"\d+", version))
+
+
+def frozen_releases(data_dir: Path = DATA_DIR) -> list[str]:
+    """The releases with a frozen reference under ``data_dir``, oldest first."""
+    if not data_dir.is_dir():
+        return []
+    found = [
+        p.name[len(REFERENCE_PREFIX) :]
+        for p in data_dir.iterdir()
+        if p.name.startswith(REFERENCE_PREFIX) and (p / "meta.json").is_file()
+    ]
+    return sorted(found, key=release_key)
+
+
+def reference_folder(version: str) -> Path:
+    return DATA_DIR / f"{REFERENCE_PREFIX}{version}"
 
 
 def verl_root(verl: Any) -> Path:
@@ -1178,7 +1215,11 @@ INFORMATIONAL_FILES_KEYS = {"meta.json": {"verl_version", "hydra_version", "omeg
 
 def load_frozen(out_dir: Path) -> dict[str, JSONValue]:
     if not (out_dir / "meta.json").is_file():
-        raise UsageError(f"no frozen reference at {out_dir} (meta.json missing); freeze one first")
+        frozen = ", ".join(frozen_releases()) or "none"
+        raise UsageError(
+            f"no frozen reference at {out_dir} (meta.json missing); freeze one first "
+            f"(releases frozen in {DATA_DIR}: {frozen})"
+        )
     return {
         p.relative_to(out_dir).as_posix(): json.loads(p.read_text(encoding="utf-8"))
         for p in out_dir.rglob("*.json")
@@ -1272,6 +1313,10 @@ def describe_change(kind: str, before: Any, after: Any) -> str:
 # ----------------------------------------------------------------------------------------------
 # Command line
 # ----------------------------------------------------------------------------------------------
+# --compare-installed without a release: compare with the newest frozen reference.
+NEWEST_FROZEN = ""
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Freeze verl's config surface into tests/data/verl-<version>/, "
@@ -1279,15 +1324,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--verl-version",
-        default=DEFAULT_VERSION,
-        help=f"the verl release the reference is for (default {DEFAULT_VERSION}); "
-        "freezing requires it installed",
+        default=None,
+        metavar="RELEASE",
+        help="assert that the installed verl is this release (the script refuses otherwise); "
+        "the release frozen is always the installed one",
     )
     parser.add_argument(
         "--out-dir",
         type=Path,
         default=None,
-        help="reference folder (default tests/data/verl-<version>/ in this repository)",
+        help="reference folder: where freeze mode writes (default tests/data/verl-<installed release>/) "
+        "and what --compare-installed reads (default tests/data/verl-<RELEASE>/)",
     )
     parser.add_argument(
         "--examples-dir",
@@ -1297,11 +1344,25 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--compare-installed",
-        action="store_true",
+        nargs="?",
+        const=NEWEST_FROZEN,
+        default=None,
+        metavar="RELEASE",
         help="write nothing; print what the installed verl adds, removes or changes relative to the frozen "
-        "reference; exit 0 when identical, 1 when different",
+        "reference of RELEASE (default: the newest release frozen in tests/data); exit 0 when identical, "
+        "1 when different",
     )
     return parser.parse_args(argv)
+
+
+def compared_release(requested: str) -> str:
+    """The frozen release --compare-installed reads: the one asked for, else the newest frozen."""
+    if requested != NEWEST_FROZEN:
+        return requested
+    frozen = frozen_releases()
+    if not frozen:
+        raise UsageError(f"no frozen reference in {DATA_DIR} to compare with; freeze one first")
+    return frozen[-1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1309,10 +1370,13 @@ def main(argv: list[str] | None = None) -> int:
     # verl's checks may look a model up on a hub: nothing here may use the network.
     for variable in OFFLINE_ENVIRONMENT:
         os.environ[variable] = "1"
-    out_dir = args.out_dir or REPO / "tests" / "data" / f"verl-{args.verl_version}"
+    comparing = args.compare_installed is not None
     try:
-        verl, version = import_verl(args.verl_version, allow_other_version=args.compare_installed)
-        frozen = load_frozen(out_dir) if args.compare_installed else None
+        verl, version = import_verl(args.verl_version)
+        out_dir = args.out_dir or reference_folder(
+            compared_release(args.compare_installed) if comparing else version
+        )
+        frozen = load_frozen(out_dir) if comparing else None
         files = build_reference(verl, version, args.examples_dir)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
