@@ -8,8 +8,9 @@ Developer tool (not used by the tests): it needs a git directory of verl's repos
 (each source's MANIFEST says which commit, and which release, it was written from).
 
 Each source belongs to one verl release (the release of its era: the freeze of that release records the
-source as its own corpus). A snapshot whose version file names a release (a release tag) belongs to that
-release; a snapshot between releases (a ``.dev`` version) needs ``--release``.
+source as its own corpus). A snapshot with a release tag (``vX.Y.Z``), or else a version file naming a
+release, belongs to that release; a snapshot between releases (a ``.dev`` version, no tag) needs
+``--release``.
 
 Every ``.sh`` file of the snapshot (``--rev``, default HEAD) that runs ``-m verl.trainer.main_ppo``
 is run by bash, from the root of a temporary copy of the snapshot, with nothing else able to run:
@@ -54,8 +55,9 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "tests" / "data" / "verl_examples"
 # verl's version file, relative to the repository root.
 VERSION_FILE = "verl/version/version"
-# A version text that names a release (not a development or candidate version).
+# A version text that names a release (not a development or candidate version), and a release tag.
 RELEASE_VERSION = re.compile(r"\d+(\.\d+)+")
+RELEASE_TAG = re.compile(r"v(\d+(\.\d+)+)")
 LAUNCH = re.compile(r"-m\s+verl\.trainer\.main_ppo(?![\w.])")
 REPO_ROOT_STAND_IN = "/workspace/verl"
 HOME_STAND_IN = "/home/user"
@@ -269,16 +271,20 @@ def snapshot_facts(git_dir: Path, commit: str, root: Path) -> Snapshot:
 
 
 def release_of(snapshot: Snapshot, given: str | None) -> tuple[str, str]:
-    """(release, how it was decided): ``--release`` when given, else the snapshot's version file when it
-    names a release; a snapshot between releases without ``--release`` is refused."""
+    """(release, how it was decided): ``--release`` when given, else the release tag on the snapshot
+    (``vX.Y.Z``; a tag can sit on a commit whose version file still says ``.dev``), else the snapshot's
+    version file when it names a release; a snapshot between releases without ``--release`` is refused."""
     if given is not None:
         return given, "given with --release"
-    if RELEASE_VERSION.fullmatch(snapshot.version):
+    tagged = sorted({m.group(1) for tag in snapshot.tags if (m := RELEASE_TAG.fullmatch(tag))})
+    if len(tagged) == 1:
+        return tagged[0], f"the snapshot's tag v{tagged[0]}"
+    if RELEASE_VERSION.fullmatch(snapshot.version) and not tagged:
         return snapshot.version, f"the snapshot's {VERSION_FILE}"
     raise SystemExit(
         f"error: the snapshot {snapshot.commit[:12]} has version "
-        f"{snapshot.version or '(no version file)'!r}, between releases: name the verl release whose era "
-        "it is with --release X"
+        f"{snapshot.version or '(no version file)'!r} and release tags {tagged or 'none'}: name the verl "
+        "release whose era it is with --release X"
     )
 
 
