@@ -2,8 +2,15 @@
 
 Developer tool (not used by the tests): it needs a git directory of verl's repository and bash.
 
-    python scripts/extract_verl_examples.py /work/.mirror/verl-project+verl/repo verl-project
-    python scripts/extract_verl_examples.py /work/.mirror/volcengine+verl/repo volcengine
+    python scripts/extract_verl_examples.py /path/to/verl.git verl-X.Y.Z --rev vX.Y.Z     # a release tag
+    python scripts/extract_verl_examples.py /path/to/verl.git some-source --release X.Y.Z  # between releases
+
+(each source's MANIFEST says which commit, and which release, it was written from).
+
+Each source belongs to one verl release (the release of its era: the freeze of that release records the
+source as its own corpus). A snapshot with a release tag (``vX.Y.Z``), or else a version file naming a
+release, belongs to that release; a snapshot between releases (a ``.dev`` version, no tag) needs
+``--release``.
 
 Every ``.sh`` file of the snapshot (``--rev``, default HEAD) that runs ``-m verl.trainer.main_ppo``
 is run by bash, from the root of a temporary copy of the snapshot, with nothing else able to run:
@@ -25,8 +32,9 @@ So bash itself expands the script's variables, arrays and arithmetic. Each recor
 per launch when a script launches more than once): a header saying what was substituted, then one
 override per line, in launch order (``--config-path`` / ``--config-name`` included). The path of
 the temporary copy is written as ``/workspace/verl``. ``<out>/<source>/MANIFEST`` lists the
-snapshot's commit, every script found and what it gave (scripts that launched nothing, with the last
-line bash printed). The source folder is rewritten whole.
+snapshot's commit, its date, its version file and tags, the release it belongs to, every script found and
+what it gave (scripts that launched nothing, with the last line bash printed). The source folder is
+rewritten whole.
 """
 
 from __future__ import annotations
@@ -45,6 +53,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "tests" / "data" / "verl_examples"
+# verl's version file, relative to the repository root.
+VERSION_FILE = "verl/version/version"
+# A version text that names a release (not a development or candidate version), and a release tag.
+RELEASE_VERSION = re.compile(r"\d+(\.\d+)+")
+RELEASE_TAG = re.compile(r"v(\d+(\.\d+)+)")
 LAUNCH = re.compile(r"-m\s+verl\.trainer\.main_ppo(?![\w.])")
 REPO_ROOT_STAND_IN = "/workspace/verl"
 HOME_STAND_IN = "/home/user"
@@ -240,10 +253,56 @@ def corpus_text(
     return "\n".join(header + overrides) + "\n"
 
 
-def manifest_text(source: str, git_dir: Path, commit: str, results: list[ScriptResult], written: dict) -> str:
+@dataclass
+class Snapshot:
+    """Facts of the commit a corpus is read from."""
+
+    commit: str
+    date: str
+    version: str
+    tags: list[str]
+
+
+def snapshot_facts(git_dir: Path, commit: str, root: Path) -> Snapshot:
+    version_file = root / VERSION_FILE
+    version = version_file.read_text(encoding="utf-8").strip() if version_file.is_file() else ""
+    tags = git(git_dir, "tag", "--points-at", commit).split()
+    return Snapshot(commit, git(git_dir, "log", "-1", "--format=%ci", commit).strip(), version, sorted(tags))
+
+
+def release_of(snapshot: Snapshot, given: str | None) -> tuple[str, str]:
+    """(release, how it was decided): ``--release`` when given, else the release tag on the snapshot
+    (``vX.Y.Z``; a tag can sit on a commit whose version file still says ``.dev``), else the snapshot's
+    version file when it names a release; a snapshot between releases without ``--release`` is refused."""
+    if given is not None:
+        return given, "given with --release"
+    tagged = sorted({m.group(1) for tag in snapshot.tags if (m := RELEASE_TAG.fullmatch(tag))})
+    if len(tagged) == 1:
+        return tagged[0], f"the snapshot's tag v{tagged[0]}"
+    if RELEASE_VERSION.fullmatch(snapshot.version) and not tagged:
+        return snapshot.version, f"the snapshot's {VERSION_FILE}"
+    raise SystemExit(
+        f"error: the snapshot {snapshot.commit[:12]} has version "
+        f"{snapshot.version or '(no version file)'!r} and release tags {tagged or 'none'}: name the verl "
+        "release whose era it is with --release X"
+    )
+
+
+def manifest_text(
+    source: str,
+    git_dir: Path,
+    snapshot: Snapshot,
+    release: tuple[str, str],
+    results: list[ScriptResult],
+    written: dict,
+) -> str:
     lines = [
         f"verl examples corpus: {source}",
-        f"snapshot: {commit} of {git_dir.name if git_dir.name != 'repo' else git_dir.parent.name}",
+        f"snapshot: {snapshot.commit} of {git_dir.name if git_dir.name != 'repo' else git_dir.parent.name}",
+        f"snapshot date: {snapshot.date}",
+        f"snapshot version file: {snapshot.version or '(none)'}",
+        f"snapshot tags: {', '.join(snapshot.tags) or '(none)'}",
+        f"release: {release[0]} ({release[1]})",
         "written by: scripts/extract_verl_examples.py",
         f"scripts running -m verl.trainer.main_ppo: {len(results)}; launches recorded: {len(written)}",
         "",
@@ -257,11 +316,13 @@ def manifest_text(source: str, git_dir: Path, commit: str, results: list[ScriptR
     return "\n".join(lines) + "\n"
 
 
-def extract(git_dir: Path, source: str, out: Path, rev: str) -> tuple[int, int]:
+def extract(git_dir: Path, source: str, out: Path, rev: str, release: str | None) -> tuple[int, int]:
     with tempfile.TemporaryDirectory() as work:
         root = Path(work, "src")
         root.mkdir()
         commit = unpack_snapshot(git_dir, rev, root)
+        snapshot = snapshot_facts(git_dir, commit, root)
+        belongs_to = release_of(snapshot, release)
         preamble = Path(work, "preamble.sh")
         preamble.write_text(PREAMBLE, encoding="utf-8")
         results = [run_script(root, script, preamble) for script in launch_scripts(root)]
@@ -278,7 +339,7 @@ def extract(git_dir: Path, source: str, out: Path, rev: str) -> tuple[int, int]:
         target.mkdir(parents=True)
         for name, text in sorted(texts.items()):
             (target / name).write_text(text, encoding="utf-8")
-        manifest = manifest_text(source, git_dir, commit, results, written)
+        manifest = manifest_text(source, git_dir, snapshot, belongs_to, results, written)
         (target / "MANIFEST").write_text(manifest, encoding="utf-8")
     return len(results), len(texts)
 
@@ -287,12 +348,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Extract verl's PPO launch overrides into the corpus.")
     parser.add_argument("git_dir", type=Path, help="a git directory of verl's repository (bare or .git)")
     parser.add_argument("source", help="the corpus folder name for this snapshot, e.g. verl-project")
-    parser.add_argument("--rev", default="HEAD", help="the commit to read (default HEAD)")
+    parser.add_argument("--rev", default="HEAD", help="the commit or tag to read (default HEAD)")
+    parser.add_argument(
+        "--release",
+        default=None,
+        help="the verl release whose era the snapshot is (default: its version file, when that names a "
+        "release; required for a snapshot between releases)",
+    )
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="corpus root (tests/data/verl_examples)"
     )
     args = parser.parse_args(argv)
-    scripts, launches = extract(args.git_dir, args.source, args.out, args.rev)
+    scripts, launches = extract(args.git_dir, args.source, args.out, args.rev, args.release)
     print(f"{args.source}: {scripts} scripts run -m verl.trainer.main_ppo, {launches} launches written")
     return 0
 

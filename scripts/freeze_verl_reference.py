@@ -2,11 +2,12 @@
 
 Run it with a Python where verl is importable (it does not need verl_roles)::
 
-    /work/venvs/verl091/bin/python scripts/freeze_verl_reference.py            # write the reference
-    /path/to/newer/python scripts/freeze_verl_reference.py --compare-installed  # what a new verl changes
+    /path/to/verl-env/bin/python scripts/freeze_verl_reference.py                   # freeze that verl
+    /path/to/newer/bin/python scripts/freeze_verl_reference.py --compare-installed  # what it changes
 
-Freeze mode refuses to run unless the installed verl is the version named by ``--verl-version``
-(default 0.9.1). It composes verl's own ``ppo_trainer`` config (from the installed package's
+The release is the one installed: freeze mode writes tests/data/verl-<installed version>/, and
+``--verl-version X`` only asserts that the installed verl is X (the script refuses otherwise; no
+release is named in the script). It composes verl's own ``ppo_trainer`` config (from the installed package's
 ``verl/trainer/config`` tree, with Hydra's compose API in an isolated context) once per option of its
 ``model_engine`` group, inspects the dataclasses verl converts config sections into, scans verl's
 source for every ``omega_conf_to_dataclass`` call, reads verl's name registries, and, when the
@@ -15,9 +16,11 @@ scripts/extract_verl_examples.py), records whether verl composes each example. O
 concern, sorted keys, byte-identical on re-run:
 
 ``meta.json``
-    verl / Hydra / OmegaConf versions, the engines, the data files, and the sha256 of every verl file
-    a fact was read from (the config tree's YAML files, the dataclass modules, the files with a
-    conversion call, the registry modules).
+    verl / Hydra / OmegaConf versions, the engines (every option of verl's ``model_engine`` group,
+    whatever the device it needs), the data files, the sha256 of every verl file a fact was read from
+    (the config tree's YAML files, the dataclass modules, the files with a conversion call, the registry
+    modules), and ``corpus``: per examples source, the release it belongs to (its MANIFEST's
+    ``release:`` line) and snapshot, and ``of_this_release``, the sources of the installed release.
 ``composition/<engine>.json``
     every leaf path of ``ppo_trainer`` composed with ``model_engine=<engine>``. A leaf is a scalar, a
     list (one leaf, its value the whole list: verl's lists hold only scalars) or an empty mapping.
@@ -38,11 +41,13 @@ concern, sorted keys, byte-identical on re-run:
     ref), and whether verl's default composition converts.
 ``enums.json``
     name lists verl exposes: advantage estimators, policy loss modes, reward managers,
-    ``loss_agg_mode`` values, each with where it comes from.
+    ``loss_agg_mode`` values, each with where it comes from, or ``absent`` (what was not found) when
+    the installed release does not have that list.
 ``examples_verdicts.json``
     per example launch: whether verl's config tree composes it, or the error class and first line;
-    when it composes, whether it resolves and whether verl's ``validate_config`` (what its entry
-    point runs before starting Ray) accepts it, or the innermost error. The script sets
+    when it composes, whether it resolves and whether verl's ``validate_config`` accepts it after the
+    config steps verl's entry point applies first (``entry_point``, read from verl/trainer/main_ppo.py:
+    e.g. moving legacy reward keys), or the innermost error. The script sets
     ``HF_HUB_OFFLINE=1``; a launch whose check opens the model or needs a rollout engine fails here
     for that reason (no model files, no vLLM), which ``validate_error`` shows.
 
@@ -52,8 +57,9 @@ Type descriptors: a builtin name (``"int"``, ``"float"``, ``"str"``, ``"bool"``,
 ``literal`` (``values``), ``enum`` (``ref``, ``values``), ``dataclass`` (``ref``: a key of
 types.json's ``dataclasses``), ``class`` (``ref``), ``unresolved`` (``text``).
 
-``--compare-installed`` builds the same reference from the installed verl (any version) and prints
-what it adds, removes or changes relative to the frozen tests/data/verl-<--verl-version>/ (leaves,
+``--compare-installed [RELEASE]`` builds the same reference from the installed verl (any version) and
+prints what it adds, removes or changes relative to the frozen tests/data/verl-<RELEASE>/ (default: the
+newest release frozen there; ``--out-dir`` names another reference folder) (leaves,
 defaults, types, ``_target_`` keys, enums, conversions, example verdicts); source hashes and call
 line numbers are shown as notes only. Exit code 0 when the surface is identical, 1 when it differs,
 2 on a usage error (verl missing, wrong version, no frozen reference).
@@ -81,12 +87,14 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_VERSION = "0.9.1"
+DATA_DIR = REPO / "tests" / "data"
+# A frozen reference is the folder DATA_DIR / f"{REFERENCE_PREFIX}{release}".
+REFERENCE_PREFIX = "verl-"
 PRIMARY_CONFIG = "ppo_trainer"
 ENGINE_GROUP = "model_engine"
-EXAMPLES_DIR = REPO / "tests" / "data" / "verl_examples"
+EXAMPLES_DIR = DATA_DIR / "verl_examples"
 # verl's package folders searched for omega_conf_to_dataclass calls (experimental/ holds the agent
-# loop, which converts the rollout and model sections on verl 0.9.1's default path).
+# loop, which converts the rollout and model sections on the trainer's default path).
 SCANNED_PACKAGES = ("trainer", "workers", "utils", "experimental")
 CONVERT_FUNCTION = "omega_conf_to_dataclass"
 
@@ -105,6 +113,10 @@ class UsageError(Exception):
 # table is reported as unmapped (and shows up in --compare-installed), so a new verl cannot add a
 # conversion unnoticed. Sections are paths in the composed ppo_trainer config; None means the call
 # converts something that is not a ppo_trainer section (SFT trainer configs).
+# One table serves every release: a row is keyed by file and argument text, never by line, and a row
+# whose call a release does not have is simply unused there (verl/trainer/main_ppo_sync.py is in older
+# releases only, the v1 trainer and the skip manager in newer ones only). Before adding a row for a new
+# release, read the call's enclosing function: the same key must mean the same section everywhere.
 # ----------------------------------------------------------------------------------------------
 ARR = "actor_rollout_ref"
 SECTION_OF_CALL: dict[tuple[str, str], tuple[str | None, str]] = {
@@ -183,10 +195,23 @@ SECTION_OF_CALL: dict[tuple[str, str], tuple[str | None, str]] = {
         "(profiler_config.tool_config or {}).get(profiler_config.tool)",
     ): (f"{ARR}.rollout.profiler.tool_config", "TensorRT-LLM server profiler tool"),
     ("verl/workers/rollout/trtllm_rollout/trtllm_async_server.py", "raw"): (
-        f"{ARR}.rollout.profiler.tool_config.nsys",
-        "TensorRT-LLM server, the nsys tool config",
+        f"{ARR}.rollout.profiler.global_tool_config.nsys",
+        "TensorRT-LLM server, the nsys tool config read from the rollout profiler's global_tool_config "
+        "(a ProfilerConfig field ppo_trainer's rollout profiler does not set: NsightToolConfig defaults)",
     ),
     ("verl/trainer/main_ppo_v0.py", "config.actor_rollout_ref.model"): (f"{ARR}.model", "legacy entry point"),
+    ("verl/trainer/main_ppo_sync.py", "self.config.critic"): (
+        "critic",
+        "synchronous trainer's init_workers, when a critic is used",
+    ),
+    ("verl/trainer/main_ppo_sync.py", "self.config.distillation"): (
+        "distillation",
+        "synchronous trainer, when a teacher policy is used",
+    ),
+    ("verl/trainer/main_ppo_sync.py", "self.config.actor_rollout_ref.rollout.checkpoint_engine"): (
+        f"{ARR}.rollout.checkpoint_engine",
+        "synchronous trainer",
+    ),
     ("verl/trainer/ppo/ray_trainer.py", "self.config.critic"): ("critic", "when a critic is used"),
     ("verl/trainer/ppo/ray_trainer.py", "critic_omega_profiler_config"): (
         "critic.profiler",
@@ -270,28 +295,61 @@ REF_WORKER_PREFIX = {"self.config.ref": f"{ARR}.ref", "self.config.actor": f"{AR
 # ----------------------------------------------------------------------------------------------
 # Finding verl
 # ----------------------------------------------------------------------------------------------
-def import_verl(expected_version: str, allow_other_version: bool) -> tuple[Any, str]:
-    """The installed verl module and its version; refuses with a clear message when unusable."""
+def import_verl(asserted_version: str | None) -> tuple[Any, str]:
+    """The installed verl module and its release; refuses with a clear message when verl is missing or
+    is not the release ``--verl-version`` asserts."""
     try:
         import verl
     except ImportError as exc:
         raise UsageError(
             f"verl is not importable with {sys.executable} ({exc}). Run this script with the Python of "
-            f"an environment where verl {expected_version} is installed "
-            f"(pip install verl=={expected_version}), "
-            "e.g. /work/venvs/verl091/bin/python scripts/freeze_verl_reference.py."
+            "an environment where the verl release to freeze is installed, e.g. "
+            "/path/to/verl-env/bin/python scripts/freeze_verl_reference.py "
+            f"({install_hint(asserted_version)})."
         ) from exc
     try:
         version = importlib.metadata.version("verl")
     except importlib.metadata.PackageNotFoundError:
         version = str(getattr(verl, "__version__", "unknown"))
-    if version != expected_version and not allow_other_version:
+    if asserted_version is not None and version != asserted_version:
         raise UsageError(
-            f"the installed verl is {version}, but --verl-version asks for {expected_version}. Freeze with "
-            f"verl {expected_version} installed, or pass --verl-version {version} to freeze that release "
-            f"into tests/data/verl-{version}/ (use --compare-installed to see what it changes)."
+            f"the installed verl is {version}, but --verl-version asserts {asserted_version}. Run the script "
+            f"with the Python of an environment where verl {asserted_version} is installed, or drop "
+            f"--verl-version to freeze verl {version} into {reference_folder(version)}/ "
+            "(--compare-installed shows what it changes)."
         )
     return verl, version
+
+
+def install_hint(asserted_version: str | None) -> str:
+    """``pip install verl==X`` for the asserted release, else for the newest one frozen here."""
+    frozen = frozen_releases()
+    if asserted_version is not None:
+        return f"pip install verl=={asserted_version}"
+    if not frozen:
+        return "pip install verl==<release>"
+    return f"pip install verl=={frozen[-1]}, the newest release frozen here; all: {', '.join(frozen)}"
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """Sort key of a release text (``1.10.0`` after ``1.9.1``)."""
+    return tuple(int(number) for number in re.findall(r"\d+", version))
+
+
+def frozen_releases(data_dir: Path = DATA_DIR) -> list[str]:
+    """The releases with a frozen reference under ``data_dir``, oldest first."""
+    if not data_dir.is_dir():
+        return []
+    found = [
+        p.name[len(REFERENCE_PREFIX) :]
+        for p in data_dir.iterdir()
+        if p.name.startswith(REFERENCE_PREFIX) and (p / "meta.json").is_file()
+    ]
+    return sorted(found, key=release_key)
+
+
+def reference_folder(version: str) -> Path:
+    return DATA_DIR / f"{REFERENCE_PREFIX}{version}"
 
 
 def verl_root(verl: Any) -> Path:
@@ -745,6 +803,8 @@ def ref_preparation(verl: Any, sources: SourceLog) -> JSONValue:
     (``self.config.ref.pop("old", default)``) or a copy of another section's key.
     """
     path = verl_root(verl) / REF_PREPARATION_FILE
+    if not path.is_file():
+        return None
     rel = sources.record(path)
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for function in ast.walk(tree):
@@ -861,28 +921,63 @@ def wildcard(section: str) -> bool:
 # Registries and enums
 # ----------------------------------------------------------------------------------------------
 def enums_record(verl: Any, sources: SourceLog) -> JSONValue:
+    """Every name list, each read on its own: a list the installed release does not have (its module or
+    attribute is missing) is recorded as ``{"absent": ...}`` instead of failing the freeze."""
+    readers = {
+        "adv_estimator": adv_estimators,
+        "adv_estimator_enum": adv_estimator_enum,
+        "policy_loss_mode": policy_loss_modes,
+        "reward_manager": reward_managers,
+        "reward_manager_legacy_workers": legacy_reward_managers,
+        "loss_agg_mode": loss_agg_modes,
+    }
+    out: dict[str, JSONValue] = {}
+    for name, reader in readers.items():
+        try:
+            out[name] = reader(verl, sources)
+        except (ImportError, AttributeError) as exc:
+            out[name] = {"absent": scrub(first_line(exc)), "source": reader.__doc__.strip().splitlines()[0]}
+    return out
+
+
+def core_algos(sources: SourceLog) -> Any:
     core = importlib.import_module("verl.trainer.ppo.core_algos")
     sources.record_module_of(core.AdvantageEstimator)
-    out: dict[str, JSONValue] = {
-        "adv_estimator": {
-            "values": sorted(core.ADV_ESTIMATOR_REGISTRY),
-            "source": "verl.trainer.ppo.core_algos.ADV_ESTIMATOR_REGISTRY (names registered at import)",
-            "open": "users register more with register_adv_est",
-        },
-        "adv_estimator_enum": {
-            "values": [m.value for m in core.AdvantageEstimator],
-            "source": "verl.trainer.ppo.core_algos.AdvantageEstimator",
-        },
-        "policy_loss_mode": {
-            "values": sorted(core.POLICY_LOSS_REGISTRY),
-            "source": "verl.trainer.ppo.core_algos.POLICY_LOSS_REGISTRY (names registered at import)",
-            "open": "users register more with register_policy_loss",
-        },
+    return core
+
+
+def adv_estimators(verl: Any, sources: SourceLog) -> JSONValue:
+    """verl.trainer.ppo.core_algos.ADV_ESTIMATOR_REGISTRY"""
+    return {
+        "values": sorted(core_algos(sources).ADV_ESTIMATOR_REGISTRY),
+        "source": "verl.trainer.ppo.core_algos.ADV_ESTIMATOR_REGISTRY (names registered at import)",
+        "open": "users register more with register_adv_est",
     }
+
+
+def adv_estimator_enum(verl: Any, sources: SourceLog) -> JSONValue:
+    """verl.trainer.ppo.core_algos.AdvantageEstimator"""
+    return {
+        "values": [m.value for m in core_algos(sources).AdvantageEstimator],
+        "source": "verl.trainer.ppo.core_algos.AdvantageEstimator",
+    }
+
+
+def policy_loss_modes(verl: Any, sources: SourceLog) -> JSONValue:
+    """verl.trainer.ppo.core_algos.POLICY_LOSS_REGISTRY"""
+    return {
+        "values": sorted(core_algos(sources).POLICY_LOSS_REGISTRY),
+        "source": "verl.trainer.ppo.core_algos.POLICY_LOSS_REGISTRY (names registered at import)",
+        "open": "users register more with register_policy_loss",
+    }
+
+
+def reward_managers(verl: Any, sources: SourceLog) -> JSONValue:
+    """verl.experimental.reward_loop.reward_manager.registry.REWARD_MANAGER"""
     loop = importlib.import_module("verl.experimental.reward_loop.reward_manager")
     loop_registry = importlib.import_module("verl.experimental.reward_loop.reward_manager.registry")
     sources.record_module_of(loop_registry.get_reward_manager_cls)
-    out["reward_manager"] = {
+    return {
         "values": sorted(loop_registry.REWARD_MANAGER),
         "source": (
             "verl.experimental.reward_loop.reward_manager.registry.REWARD_MANAGER, after importing "
@@ -890,21 +985,25 @@ def enums_record(verl: Any, sources: SourceLog) -> JSONValue:
         ),
         "open": "users register more with the registry's register decorator",
     }
+
+
+def legacy_reward_managers(verl: Any, sources: SourceLog) -> JSONValue:
+    """verl.workers.reward_manager.registry.REWARD_MANAGER_REGISTRY"""
     legacy = importlib.import_module("verl.workers.reward_manager")
     legacy_registry = importlib.import_module("verl.workers.reward_manager.registry")
     sources.record_module_of(legacy_registry.get_reward_manager_cls)
-    out["reward_manager_legacy_workers"] = {
+    return {
         "values": sorted(legacy_registry.REWARD_MANAGER_REGISTRY),
         "source": (
             f"verl.workers.reward_manager.registry.REWARD_MANAGER_REGISTRY, after importing {legacy.__name__}"
         ),
     }
-    out["loss_agg_mode"] = loss_agg_modes(verl, sources)
-    return out
 
 
 def loss_agg_modes(verl: Any, sources: SourceLog) -> JSONValue:
-    """The list ``ActorConfig`` checks ``loss_agg_mode`` against (a local list literal in its source)."""
+    """valid_loss_agg_modes in verl/workers/config/actor.py
+
+    The list ``ActorConfig`` checks ``loss_agg_mode`` against (a local list literal in its source)."""
     actor_module = importlib.import_module("verl.workers.config.actor")
     path = Path(actor_module.__file__).resolve()
     rel = sources.record(path)
@@ -922,7 +1021,7 @@ def loss_agg_modes(verl: Any, sources: SourceLog) -> JSONValue:
                 "values": values,
                 "source": f"{rel}:{node.lineno} (valid_loss_agg_modes checked by ActorConfig)",
             }
-    return {"values": [], "source": f"{rel}: valid_loss_agg_modes not found"}
+    return {"absent": "no valid_loss_agg_modes list in the module", "source": rel}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -971,7 +1070,7 @@ def split_config_options(tokens: list[str]) -> tuple[str | None, str | None, lis
     return config_path, config_name, rest
 
 
-def example_verdict(conf: Path, tokens: list[str]) -> dict[str, JSONValue]:
+def example_verdict(conf: Path, tokens: list[str], entry: JSONValue) -> dict[str, JSONValue]:
     """Whether verl's own config tree composes (and resolves) one launch's overrides."""
     from omegaconf import OmegaConf
 
@@ -1002,13 +1101,14 @@ def example_verdict(conf: Path, tokens: list[str]) -> dict[str, JSONValue]:
     except Exception as exc:  # noqa: BLE001
         verdict["resolves"] = False
         verdict["resolve_error"] = scrub(first_line(exc))
-    verdict.update(validation_verdict(cfg))
+    verdict.update(validation_verdict(cfg, entry))
     return verdict
 
 
-def validation_verdict(cfg: Any) -> dict[str, JSONValue]:
-    """What verl's entry point checks before it starts Ray: ``validate_config`` with the reference
-    policy and critic its own ``need_reference_policy`` / ``need_critic`` decide. A failure is
+def validation_verdict(cfg: Any, entry: JSONValue) -> dict[str, JSONValue]:
+    """What verl's entry point checks before training: the config steps its Hydra ``main`` applies
+    first (``entry["config_steps"]``, e.g. moving legacy reward keys), then ``validate_config`` with the
+    reference policy and critic its own ``need_reference_policy`` / ``need_critic`` decide. A failure is
     recorded by its innermost exception (verl wraps dataclass errors in Hydra's
     InstantiationException)."""
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
@@ -1016,6 +1116,10 @@ def validation_verdict(cfg: Any) -> dict[str, JSONValue]:
 
     try:
         with contextlib.redirect_stdout(io.StringIO()):
+            for step in entry.get("config_steps", []):
+                result = import_object(step["call"])(cfg)
+                if step["rewrites_config"]:
+                    cfg = result
             validate_config(cfg, need_reference_policy(cfg), need_critic(cfg))
         return {"validates": True}
     except Exception as exc:  # noqa: BLE001 - the failure is the recorded fact
@@ -1025,6 +1129,104 @@ def validation_verdict(cfg: Any) -> dict[str, JSONValue]:
         return {"validates": False, "validate_error": scrub(first_line(root))}
 
 
+# The module every corpus launch runs (``-m verl.trainer.main_ppo``) and the check it makes before training.
+ENTRY_POINT_FILE = "verl/trainer/main_ppo.py"
+VALIDATE_FUNCTION = "validate_config"
+
+
+def entry_point_record(verl: Any, sources: SourceLog) -> JSONValue:
+    """What verl's PPO entry point does with the composed config before ``validate_config``, read from
+    its source (releases differ: some validate in ``main`` before Ray starts, older ones in the
+    TaskRunner, after ``main`` moved the legacy reward keys).
+
+    ``config_steps``: the leading statements of the Hydra ``main`` that call a function imported from
+    another module with the config (``f(config)`` or ``config = f(config)``), by dotted name;
+    ``validated_in``: the functions of the file that call ``validate_config``."""
+    path = verl_root(verl) / ENTRY_POINT_FILE
+    if not path.is_file():
+        return {"absent": f"{ENTRY_POINT_FILE} not in the installed verl"}
+    rel = sources.record(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    main = next(
+        (
+            node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef)
+            and any(ast.unparse(d).startswith("hydra.main") for d in node.decorator_list)
+        ),
+        None,
+    )
+    if main is None or not main.args.args:
+        return {"file": rel, "absent": "no function decorated with hydra.main taking the config"}
+    imported = imported_names(tree)
+    parameter = main.args.args[0].arg
+    steps: list[dict[str, JSONValue]] = []
+    for statement in main.body:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue
+        step = config_step(statement, parameter, imported)
+        if step is None:
+            break
+        steps.append(step)
+    return {
+        "file": rel,
+        "function": main.name,
+        "config_steps": steps,
+        "validated_in": sorted(functions_calling(tree, VALIDATE_FUNCTION)),
+    }
+
+
+def config_step(statement: ast.stmt, parameter: str, imported: dict[str, str]) -> dict[str, JSONValue] | None:
+    """``f(config)`` or ``config = f(config)`` with ``f`` imported (not ``validate_config``), else None."""
+    rewrites = (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.targets[0].id == parameter
+    )
+    if not (rewrites or isinstance(statement, ast.Expr)):
+        return None
+    call = statement.value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.args):
+        return None
+    name = call.func.id
+    first = call.args[0]
+    if name == VALIDATE_FUNCTION or name not in imported:
+        return None
+    if not (isinstance(first, ast.Name) and first.id == parameter):
+        return None
+    return {"call": imported[name], "rewrites_config": rewrites, "line": statement.lineno}
+
+
+def imported_names(tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted origin of every module-level ``from X import Y [as Z]``."""
+    names: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def functions_calling(tree: ast.Module, function: str) -> set[str]:
+    """Qualified names (``Class.method``) of the functions whose body calls ``function``."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef) and any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == function
+                    for n in ast.walk(child)
+                ):
+                    found.add(name)
+                visit(child, name + ".")
+
+    visit(tree, "")
+    return found
+
+
 def config_path_is_verls(config_path: str) -> bool:
     """A ``--config-path`` that names verl's own trainer config folder: Hydra reads a relative one from
     the folder of verl's entry point (verl/trainer), so ``config`` and ``./config`` are that folder."""
@@ -1032,13 +1234,48 @@ def config_path_is_verls(config_path: str) -> bool:
     return cleaned in ("config", "verl/trainer/config") or cleaned.endswith("/verl/trainer/config")
 
 
-def examples_record(conf: Path, examples_dir: Path) -> JSONValue | None:
+# The line of a source's MANIFEST (written by scripts/extract_verl_examples.py) naming the verl release
+# the source belongs to, and the one naming its snapshot commit.
+MANIFEST_RELEASE = re.compile(r"^release: (\S+)", re.MULTILINE)
+MANIFEST_SNAPSHOT = re.compile(r"^snapshot: ([0-9a-f]{40})", re.MULTILINE)
+
+
+def corpus_record(examples_dir: Path, version: str) -> JSONValue | None:
+    """Which corpus source belongs to which release (from each source's MANIFEST), and the sources of the
+    installed release (``of_this_release``): what tests read instead of naming a source."""
+    folders = sorted(p for p in examples_dir.iterdir() if p.is_dir()) if examples_dir.is_dir() else []
+    if not folders:
+        return None
+    sources: dict[str, JSONValue] = {}
+    for folder in folders:
+        manifest = folder / "MANIFEST"
+        text = manifest.read_text(encoding="utf-8") if manifest.is_file() else ""
+        release, snapshot = MANIFEST_RELEASE.search(text), MANIFEST_SNAPSHOT.search(text)
+        sources[folder.name] = {
+            "release": release.group(1) if release else None,
+            "snapshot": snapshot.group(1) if snapshot else None,
+            "examples": len(list(folder.glob("*.txt"))),
+        }
+    return {
+        "dir": corpus_dir_text(examples_dir),
+        "sources": sources,
+        "of_this_release": [name for name, facts in sources.items() if facts["release"] == version],
+    }
+
+
+def corpus_dir_text(examples_dir: Path) -> str:
+    """The corpus folder as written in the data: relative to the repository when it is inside it."""
+    resolved = examples_dir.resolve()
+    return resolved.relative_to(REPO).as_posix() if resolved.is_relative_to(REPO) else str(resolved)
+
+
+def examples_record(conf: Path, examples_dir: Path, entry: JSONValue) -> JSONValue | None:
     files = example_files(examples_dir)
     if not files:
         return None
     verdicts: dict[str, dict[str, JSONValue]] = {}
     for source, path in files:
-        verdicts.setdefault(source, {})[path.stem] = example_verdict(conf, read_example(path))
+        verdicts.setdefault(source, {})[path.stem] = example_verdict(conf, read_example(path), entry)
     summary = {
         source: {
             "examples": len(items),
@@ -1050,6 +1287,7 @@ def examples_record(conf: Path, examples_dir: Path) -> JSONValue | None:
     }
     return {
         "corpus": "tests/data/verl_examples/<source>/<slug>.txt",
+        "entry_point": entry,
         "summary": summary,
         "verdicts": verdicts,
     }
@@ -1080,7 +1318,7 @@ def build_reference(verl: Any, version: str, examples_dir: Path) -> dict[str, JS
     }
     conversions = conversions_record(verl, calls, scanned, compositions, preparation)
     enums = enums_record(verl, sources)
-    examples = examples_record(conf, examples_dir)
+    examples = examples_record(conf, examples_dir, entry_point_record(verl, sources))
 
     files: dict[str, JSONValue] = {f"composition/{engine}.json": compositions[engine] for engine in engines}
     targets = sorted({t for c in compositions.values() for t in c["targets"].values()})
@@ -1092,6 +1330,7 @@ def build_reference(verl: Any, version: str, examples_dir: Path) -> dict[str, JS
     files["enums.json"] = enums
     if examples is not None:
         files["examples_verdicts.json"] = examples
+    corpus = corpus_record(examples_dir, version)
     files["meta.json"] = {
         "verl_version": version,
         "hydra_version": hydra.__version__,
@@ -1105,6 +1344,8 @@ def build_reference(verl: Any, version: str, examples_dir: Path) -> dict[str, JS
         "files": sorted([*files, "meta.json"]),
         "sources_sha256": dict(sorted(sources.hashes.items())),
     }
+    if corpus is not None:
+        files["meta.json"]["corpus"] = corpus
     return files
 
 
@@ -1173,12 +1414,18 @@ INFORMATIONAL_KEYS = {
     "python",
     "scanned",
 }
-INFORMATIONAL_FILES_KEYS = {"meta.json": {"verl_version", "hydra_version", "omegaconf_version", "files"}}
+INFORMATIONAL_FILES_KEYS = {
+    "meta.json": {"verl_version", "hydra_version", "omegaconf_version", "files", "corpus"},
+}
 
 
 def load_frozen(out_dir: Path) -> dict[str, JSONValue]:
     if not (out_dir / "meta.json").is_file():
-        raise UsageError(f"no frozen reference at {out_dir} (meta.json missing); freeze one first")
+        frozen = ", ".join(frozen_releases()) or "none"
+        raise UsageError(
+            f"no frozen reference at {out_dir} (meta.json missing); freeze one first "
+            f"(releases frozen in {DATA_DIR}: {frozen})"
+        )
     return {
         p.relative_to(out_dir).as_posix(): json.loads(p.read_text(encoding="utf-8"))
         for p in out_dir.rglob("*.json")
@@ -1269,9 +1516,98 @@ def describe_change(kind: str, before: Any, after: Any) -> str:
     return f": {short(before)} -> {short(after)}"
 
 
+def summary(frozen: dict[str, JSONValue], installed: dict[str, JSONValue]) -> list[str]:
+    """Counts of what the installed verl changes: leaves and ``_target_`` keys per engine, dataclasses,
+    name lists, conversion calls, and example verdicts per corpus source."""
+    lines: list[str] = []
+    engines = sorted(
+        {
+            name.split("/", 1)[1][: -len(".json")]
+            for name in (*frozen, *installed)
+            if name.startswith("composition/")
+        }
+    )
+    for engine in engines:
+        name = f"composition/{engine}.json"
+        if name not in frozen or name not in installed:
+            side = "installed" if name in installed else "frozen"
+            count = (installed if name in installed else frozen)[name]["leaf_count"]
+            lines.append(f"engine {engine}: only in the {side} verl ({count} leaves)")
+            continue
+        old, new = frozen[name]["leaves"], installed[name]["leaves"]
+        shared = set(old) & set(new)
+        value_changed = sum(1 for k in shared if value_of(old[k]) != value_of(new[k]))
+        declared_changed = sum(1 for k in shared if old[k].get("declared") != new[k].get("declared"))
+        added, removed, changed = counted(frozen[name]["targets"], installed[name]["targets"])
+        lines.append(
+            f"engine {engine}: {len(old)} -> {len(new)} leaves; {len(set(new) - set(old))} added, "
+            f"{len(set(old) - set(new))} removed, {value_changed} with another value (raw or resolved), "
+            f"{declared_changed} with another declared type; _target_ keys: {added} added, "
+            f"{removed} removed, {changed} naming another class"
+        )
+    changed_targets = sorted(
+        {
+            (path, old_target, installed[name]["targets"][path])
+            for name in frozen
+            if name.startswith("composition/") and name in installed
+            for path, old_target in frozen[name]["targets"].items()
+            if installed[name]["targets"].get(path, old_target) != old_target
+        }
+    )
+    for path, old_target, new_target in changed_targets:
+        lines.append(f"_target_ of {path}: {old_target} -> {new_target}")
+    if "types.json" in frozen and "types.json" in installed:
+        old, new = frozen["types.json"]["dataclasses"], installed["types.json"]["dataclasses"]
+        added, removed, changed = counted(
+            {k: v["fields"] for k, v in old.items()}, {k: v["fields"] for k, v in new.items()}
+        )
+        lines.append(f"dataclasses: {added} added, {removed} removed, {changed} with other fields")
+    for list_name in sorted(set(frozen.get("enums.json", {})) | set(installed.get("enums.json", {}))):
+        old = set(frozen.get("enums.json", {}).get(list_name, {}).get("values") or [])
+        new = set(installed.get("enums.json", {}).get(list_name, {}).get("values") or [])
+        if old != new:
+            lines.append(
+                f"enum {list_name}: added {sorted(new - old) or 'none'}, "
+                f"removed {sorted(old - new) or 'none'}"
+            )
+    if "conversions.json" in frozen and "conversions.json" in installed:
+        old = {k.rsplit(" #", 1)[0] for k in calls_by_identity(frozen["conversions.json"])["calls"]}
+        new = {k.rsplit(" #", 1)[0] for k in calls_by_identity(installed["conversions.json"])["calls"]}
+        unmapped = sum(
+            1 for c in installed["conversions.json"]["calls"] if str(c.get("note", "")).startswith("UNMAPPED")
+        )
+        lines.append(
+            f"conversion calls: {len(new - old)} added, {len(old - new)} removed (by file and argument); "
+            f"{unmapped} unmapped in the installed verl"
+        )
+    old_summary = frozen.get("examples_verdicts.json", {}).get("summary", {})
+    new_summary = installed.get("examples_verdicts.json", {}).get("summary", {})
+    for source in sorted(set(old_summary) | set(new_summary)):
+        before, after = old_summary.get(source, {}), new_summary.get(source, {})
+        composed = f"{before.get('composed_by_verl', '-')} -> {after.get('composed_by_verl', '-')}"
+        validated = f"{before.get('validated_by_verl', '-')} -> {after.get('validated_by_verl', '-')}"
+        examples = after.get("examples", before.get("examples", "-"))
+        lines.append(f"corpus {source}: composed {composed}, validated {validated} of {examples}")
+    return lines
+
+
+def value_of(leaf: dict[str, JSONValue]) -> tuple[JSONValue, JSONValue]:
+    return leaf.get("raw"), leaf.get("resolved", leaf.get("unresolved"))
+
+
+def counted(old: dict[str, JSONValue], new: dict[str, JSONValue]) -> tuple[int, int, int]:
+    """(added, removed, changed) keys between two mappings."""
+    shared = set(old) & set(new)
+    return len(set(new) - set(old)), len(set(old) - set(new)), sum(1 for k in shared if old[k] != new[k])
+
+
 # ----------------------------------------------------------------------------------------------
 # Command line
 # ----------------------------------------------------------------------------------------------
+# --compare-installed without a release: compare with the newest frozen reference.
+NEWEST_FROZEN = ""
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Freeze verl's config surface into tests/data/verl-<version>/, "
@@ -1279,15 +1615,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--verl-version",
-        default=DEFAULT_VERSION,
-        help=f"the verl release the reference is for (default {DEFAULT_VERSION}); "
-        "freezing requires it installed",
+        default=None,
+        metavar="RELEASE",
+        help="assert that the installed verl is this release (the script refuses otherwise); "
+        "the release frozen is always the installed one",
     )
     parser.add_argument(
         "--out-dir",
         type=Path,
         default=None,
-        help="reference folder (default tests/data/verl-<version>/ in this repository)",
+        help="reference folder: where freeze mode writes (default tests/data/verl-<installed release>/) "
+        "and what --compare-installed reads (default tests/data/verl-<RELEASE>/)",
     )
     parser.add_argument(
         "--examples-dir",
@@ -1297,11 +1635,25 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--compare-installed",
-        action="store_true",
+        nargs="?",
+        const=NEWEST_FROZEN,
+        default=None,
+        metavar="RELEASE",
         help="write nothing; print what the installed verl adds, removes or changes relative to the frozen "
-        "reference; exit 0 when identical, 1 when different",
+        "reference of RELEASE (default: the newest release frozen in tests/data); exit 0 when identical, "
+        "1 when different",
     )
     return parser.parse_args(argv)
+
+
+def compared_release(requested: str) -> str:
+    """The frozen release --compare-installed reads: the one asked for, else the newest frozen."""
+    if requested != NEWEST_FROZEN:
+        return requested
+    frozen = frozen_releases()
+    if not frozen:
+        raise UsageError(f"no frozen reference in {DATA_DIR} to compare with; freeze one first")
+    return frozen[-1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1309,10 +1661,13 @@ def main(argv: list[str] | None = None) -> int:
     # verl's checks may look a model up on a hub: nothing here may use the network.
     for variable in OFFLINE_ENVIRONMENT:
         os.environ[variable] = "1"
-    out_dir = args.out_dir or REPO / "tests" / "data" / f"verl-{args.verl_version}"
+    comparing = args.compare_installed is not None
     try:
-        verl, version = import_verl(args.verl_version, allow_other_version=args.compare_installed)
-        frozen = load_frozen(out_dir) if args.compare_installed else None
+        verl, version = import_verl(args.verl_version)
+        out_dir = args.out_dir or reference_folder(
+            compared_release(args.compare_installed) if comparing else version
+        )
+        frozen = load_frozen(out_dir) if comparing else None
         files = build_reference(verl, version, args.examples_dir)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -1331,6 +1686,9 @@ def main(argv: list[str] | None = None) -> int:
     for line in notes:
         print(f"  note: {line}")
     for line in differences:
+        print(f"  {line}")
+    print(f"summary: installed verl {version} vs frozen verl {frozen['meta.json'].get('verl_version')}")
+    for line in summary(frozen, files):
         print(f"  {line}")
     print(f"{len(differences)} surface difference(s), {len(notes)} note(s)")
     return 1 if differences else 0
