@@ -106,6 +106,44 @@ def declared_type(leaf: dict[str, Any], dataclasses: dict[str, Any]) -> Any | No
     return dataclasses[declared["class"]]["fields"][declared["field"]]["type"]
 
 
+def declared_fields(leaves: dict[str, Any], dataclasses: dict[str, Any]) -> dict[str, str]:
+    """What the dataclasses behind the composed sections declare beyond the composed leaves.
+
+    A section verl builds as a dataclass takes every field of that class, also one verl's YAML leaves
+    out (``FSDPEngineConfig.mixed_precision``): its type at its path. A field typed as a mapping of
+    anything (``dict[str, Any]``, ``turbo_config``) is typed as a whole at its own path, even where its
+    composed keys are leaves below it: its keys are free, verl passes the mapping on."""
+    sections: dict[str, str] = {}
+    for path, leaf in leaves.items():
+        declared = leaf.get("declared") or {}
+        if "class" not in declared or "field" not in declared:
+            continue
+        parts = path.split(".")
+        if declared["field"] not in parts:
+            continue
+        at = len(parts) - 1 - parts[::-1].index(declared["field"])
+        sections.setdefault(".".join(parts[:at]), declared["class"])
+    found: dict[str, str] = {}
+    for section, name in sections.items():
+        for field, spec in dataclasses.get(name, {}).get("fields", {}).items():
+            if field.startswith("_"):
+                continue
+            path = f"{section}.{field}" if section else field
+            descriptor = spec["type"]
+            if free_mapping(descriptor):
+                found[path] = join(render(descriptor))
+            elif path not in leaves and not any(key.startswith(f"{path}.") for key in leaves):
+                found[path] = join(render(descriptor) + (["None"] if spec.get("default", "") is None else []))
+    return found
+
+
+def free_mapping(descriptor: Any) -> bool:
+    """A ``dict[str, Any]`` (optional or not): a mapping verl passes on with whatever keys it has."""
+    if isinstance(descriptor, dict) and descriptor.get("kind") == "optional":
+        return free_mapping(descriptor["of"])
+    return isinstance(descriptor, dict) and descriptor.get("kind") == "dict" and descriptor.get("value") == "any"
+
+
 def leaf_type(leaf: dict[str, Any], dataclasses: dict[str, Any]) -> str | None:
     descriptor = declared_type(leaf, dataclasses)
     if descriptor is None:
@@ -125,10 +163,13 @@ def build(reference: Path = REFERENCE) -> dict[str, Any]:
     dataclasses = load("types.json", reference)["dataclasses"]
     per_path: dict[str, dict[str, str]] = {}
     for engine in meta["engines"]:
-        for path, leaf in load(f"composition/{engine}.json", reference)["leaves"].items():
+        leaves = load(f"composition/{engine}.json", reference)["leaves"]
+        for path, leaf in leaves.items():
             text = leaf_type(leaf, dataclasses)
             if text is not None:
                 per_path.setdefault(path, {})[engine] = text
+        for path, text in declared_fields(leaves, dataclasses).items():
+            per_path.setdefault(path, {})[engine] = text
     per_section: dict[str, dict[str, str]] = {}
     for engine in meta["engines"]:
         for path, leaf in load(f"composition/{engine}.json", reference)["leaves"].items():

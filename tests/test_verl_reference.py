@@ -20,7 +20,8 @@ from verl_reference import VERL_VERSION, declared_type, engines, leaves, load, r
 
 SCRIPT = REPO / "scripts" / "freeze_verl_reference.py"
 EXAMPLES = REPO / "tests" / "data" / "verl_examples"
-SOURCES = ["verl-project", "volcengine"]
+# Every corpus source (a folder with its MANIFEST); the frozen meta.json of a release names the same.
+SOURCES = sorted(path.parent.name for path in EXAMPLES.glob("*/MANIFEST"))
 VERL_ENGINES = ["dp", "megatron", "torchtitan", "veomni"]
 SHA256 = re.compile(r"[0-9a-f]{64}")
 SCALAR_TYPES = {"int", "float", "str", "bool", "bytes", "any", "none"}
@@ -306,6 +307,7 @@ def test_examples_corpus_covers_the_engines_and_features_verl_ships():
 def test_examples_verdicts_match_the_corpus_one_to_one():
     frozen = load("examples_verdicts.json")
     assert sorted(frozen["verdicts"]) == SOURCES
+    assert sorted(load("meta.json")["corpus"]["sources"]) == SOURCES
     for source in SOURCES:
         verdicts = frozen["verdicts"][source]
         assert sorted(verdicts) == sorted(corpus(source)), source

@@ -214,7 +214,8 @@ def _walk(
 
 
 def _free(key_type: KeyType) -> bool:
-    return any(alt.text == "Any" for alt in key_type.alternatives)
+    """A section typed as a whole as a mapping (``dict``, ``Any``): verl passes it on, keys and all."""
+    return key_type.accepts_mapping()
 
 
 def _added_key(
@@ -250,7 +251,7 @@ def _added_key(
         ))
     else:
         warnings.append(
-            f"{path} is not a key verl {surface.release} reads (it is not in {where} of verl's config); "
-            "it reaches the run only if your own code reads it (a custom dataset, reward function or "
-            f"manager). {listing[0].upper()}{listing[1:]}."
+            f"{path} is not a key verl {surface.release} reads (it is not in {where} of verl's config, "
+            "which verl reads as a plain mapping); it does something only if code of your own reads it. "
+            f"{listing[0].upper()}{listing[1:]}."
         )
