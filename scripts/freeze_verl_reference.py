@@ -930,6 +930,10 @@ def enums_record(verl: Any, sources: SourceLog) -> JSONValue:
         "reward_manager": reward_managers,
         "reward_manager_legacy_workers": legacy_reward_managers,
         "loss_agg_mode": loss_agg_modes,
+        "tracking_backend": tracking_backends,
+        "resume_mode": resume_modes,
+        "warmup_style": warmup_styles,
+        "engine_strategy": engine_strategies,
     }
     out: dict[str, JSONValue] = {}
     for name, reader in readers.items():
@@ -1022,6 +1026,79 @@ def loss_agg_modes(verl: Any, sources: SourceLog) -> JSONValue:
                 "source": f"{rel}:{node.lineno} (valid_loss_agg_modes checked by ActorConfig)",
             }
     return {"absent": "no valid_loss_agg_modes list in the module", "source": rel}
+
+
+def tracking_backends(verl: Any, sources: SourceLog) -> JSONValue:
+    """verl.utils.tracking.Tracking.supported_backend
+
+    The logger names ``trainer.logger`` may list (Tracking asserts each is one of them)."""
+    tracking = importlib.import_module("verl.utils.tracking")
+    sources.record_module_of(tracking.Tracking)
+    return {
+        "values": list(tracking.Tracking.supported_backend),
+        "source": "verl.utils.tracking.Tracking.supported_backend (asserted for each trainer.logger entry)",
+    }
+
+
+def _compared_strings(module: str, attribute: str, sources: SourceLog) -> tuple[list[str], str]:
+    """Every string a module's source compares ``<...>.attribute`` with (``== "x"``, ``in ["x", "y"]``)."""
+    loaded = importlib.import_module(module)
+    path = Path(loaded.__file__).resolve()
+    rel = sources.record(path)
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Compare) or not isinstance(node.left, ast.Attribute):
+            continue
+        if node.left.attr != attribute:
+            continue
+        for comparator in node.comparators:
+            items = comparator.elts if isinstance(comparator, ast.List | ast.Tuple | ast.Set) else [comparator]
+            found += [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+    return list(dict.fromkeys(found)), rel
+
+
+def resume_modes(verl: Any, sources: SourceLog) -> JSONValue:
+    """the resume_mode values verl/trainer/ppo/ray_trainer.py compares with
+
+    RayPPOTrainer._load_checkpoint treats any other value as ``auto`` (it resumes)."""
+    values, rel = _compared_strings("verl.trainer.ppo.ray_trainer", "resume_mode", sources)
+    if not values:
+        return {"absent": "no comparison of resume_mode", "source": rel}
+    return {"values": values, "source": f"{rel} (RayPPOTrainer._load_checkpoint compares trainer.resume_mode)"}
+
+
+def engine_strategies(verl: Any, sources: SourceLog) -> JSONValue:
+    """the strategy values each engine config class of verl/workers/config/engine.py asserts
+
+    By class (its qualified name): the ``strategy`` its ``__post_init__`` accepts."""
+    module = importlib.import_module("verl.workers.config.engine")
+    path = Path(module.__file__).resolve()
+    rel = sources.record(path)
+    by_class: dict[str, list[str]] = {}
+    for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for node in ast.walk(cls):
+            if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute)
+                    and node.left.attr == "strategy"):
+                for comparator in node.comparators:
+                    items = comparator.elts if isinstance(comparator, ast.List | ast.Tuple | ast.Set) else []
+                    values = [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+                    if values:
+                        by_class[f"{module.__name__}.{cls.name}"] = values
+    if not by_class:
+        return {"absent": "no engine config asserts its strategy", "source": rel}
+    return {"values": by_class, "source": f"{rel} (each engine config's __post_init__ asserts its strategy)"}
+
+
+def warmup_styles(verl: Any, sources: SourceLog) -> JSONValue:
+    """the warmup_style values verl/workers/config/optimizer.py asserts
+
+    FSDPOptimizerConfig.__post_init__ asserts a set warmup_style (deprecated) is one of them."""
+    values, rel = _compared_strings("verl.workers.config.optimizer", "warmup_style", sources)
+    if not values:
+        return {"absent": "no check of warmup_style", "source": rel}
+    return {"values": values, "source": f"{rel} (FSDPOptimizerConfig asserts optim.warmup_style)"}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -395,7 +395,15 @@ class CommandLine:
 
     @property
     def is_multirun(self) -> bool:
-        return self.flag(MULTIRUN) is not None
+        """``-m``, or ``hydra.mode=MULTIRUN`` typed (Hydra's other spelling of it)."""
+        typed_mode = any(o.key == "hydra.mode" and (o.value_text or "").upper() == "MULTIRUN"
+                         for o in self.overrides)
+        return self.flag(MULTIRUN) is not None or typed_mode
+
+    @property
+    def sweeps(self) -> bool:
+        """Some override sweeps (``a=1,2``): Hydra composes such a command line only as a multirun."""
+        return any(o.is_sweep for o in self.overrides)
 
     # --- overrides --------------------------------------------------------------------------------
 
@@ -419,6 +427,12 @@ class CommandLine:
         for item in self.items:
             tokens.extend(item.tokens if isinstance(item, Flag) else (item.text,))
         return tokens
+
+    def hydra_argv(self) -> list[str]:
+        """The arguments for Hydra's own parser: the flags first (in the order typed), then the overrides
+        (argparse takes no flag after the overrides, which the command-line model reads anywhere)."""
+        flags = [token for flag in self.flags for token in flag.tokens]
+        return [*flags, "--", *self.texts()] if self.texts() else flags
 
     def bare_words(self) -> list[Override]:
         return [o for o in self.overrides if o.is_bare_word]

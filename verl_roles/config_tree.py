@@ -10,6 +10,7 @@ composing anything.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -46,10 +47,16 @@ HYDRA_CONF = "pkg://hydra.conf"
 
 
 def source_directory(url: str) -> Path | None:
-    """The directory of a search-path entry (``file://DIR``, ``pkg://module``, or a plain path)."""
+    """The directory of a search-path entry (``file://DIR``, ``pkg://module``, or a plain path).
+
+    A ``pkg://`` entry names its directory only when the package is already loaded: looking up a package
+    that is not would import it, i.e. run its code (the gate refuses such an entry)."""
     if url.startswith("pkg://"):
+        module = url[len("pkg://"):]
+        if module not in sys.modules:
+            return None
         try:
-            root = resources.files(url[len("pkg://"):])
+            root = resources.files(module)
         except (ModuleNotFoundError, TypeError, ValueError):
             return None
         return Path(str(root)) if os.path.isdir(str(root)) else None
@@ -117,38 +124,22 @@ def config_dir_path(typed: str) -> str:
                 )
             ]
         )
-    unreadable = _unreadable_folder(path)
-    if unreadable is not None:
-        where = typed if unreadable == path else f"{os.path.relpath(unreadable, path)} in {typed!r}"
-        raise ConfigError(
-            [
-                Problem(
-                    key="--config-dir",
-                    message=f"the folder {where} cannot be read (permission denied), so its config files "
-                    "would not be found",
-                    fix=f"make it readable (`chmod -R u+rX {unreadable}`), or pass another directory",
-                )
-            ]
-        )
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise unreadable_folder(path, typed)
     return path
 
 
-# How deep under a --config-dir folders are checked: group folders such as role/critic.
-_CHECKED_DEPTH = 2
-
-
-def _unreadable_folder(path: str, depth: int = 0) -> str | None:
-    """``path`` or the first folder under it (down to group folders) this process cannot list and enter."""
-    if not os.access(path, os.R_OK | os.X_OK):
-        return path
-    if depth >= _CHECKED_DEPTH:
-        return None
-    try:
-        with os.scandir(path) as entries:
-            folders = sorted(e.path for e in entries if not e.name.startswith(".") and e.is_dir())
-    except OSError:
-        return path
-    return next((found for sub in folders if (found := _unreadable_folder(sub, depth + 1))), None)
+def unreadable_folder(folder: str, named: str | None = None) -> ConfigError:
+    """A folder of config files this process cannot list or enter (permission denied): one paragraph.
+    Checked where a folder is read (the ``--config-dir`` itself, a group folder a run loads from), not
+    for folders no run reads."""
+    where = (f"the folder {named}" if named is not None
+             else "a folder of config files (of the --config-dir or a search path)")
+    return ConfigError([Problem(
+        key="--config-dir" if named is not None else folder,
+        message=f"{where} cannot be read (permission denied), so its config files would not be found",
+        fix=f"make it readable (`chmod -R u+rX {folder}`), or pass another directory",
+    )])
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ Hydra adapter where it reads overrides and files.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -94,7 +95,8 @@ def option_name_problem(group: str, option: str) -> Problem | None:
     """An option is a file inside its group's folder: a name with a ``..`` part or an absolute path
     would read a file from elsewhere, so it is refused."""
     parts = option.replace("\\", "/").split("/")
-    if option.startswith(("/", "\\", "~")) or ".." in parts or (len(option) > 1 and option[1] == ":"):
+    drive = os.name == "nt" and len(option) > 1 and option[1] == ":"
+    if option.startswith(("/", "\\", "~")) or ".." in parts or drive:
         return Problem(
             key=group,
             message=f"option {option!r} is a path, not the name of a file in the group's folder",

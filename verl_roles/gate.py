@@ -7,12 +7,13 @@ verdict. Three checks, called by the composition tier (every composition) and by
 final config, after every step):
 
 - **No code from config.** Hydra imports and calls what its settings name (logging ``()`` / ``class``
-  / ``factory``, ``ext://`` values, callbacks, launchers and sweepers by ``_target_``), and verl
-  instantiates its sections through ``_target_``. A value in such a *code slot* is accepted only when
-  a config that verl_roles, Hydra or an installed Hydra plugin ships puts that value in that kind of
-  slot (:func:`hydra_problems`), and each ``_target_`` of the trainer config is the one verl's own
-  config has at that path (:func:`task_problems`). Hydra's instantiation keys (``_partial_``,
-  ``_args_``, ...) are never accepted in the trainer config.
+  / ``factory``, ``ext://`` values, callbacks, launchers and sweepers by ``_target_``, a launcher's
+  ``setup`` shell lines), and verl instantiates its sections through ``_target_``. A value in such a
+  *code slot* is accepted only when a config that verl_roles, Hydra or an installed Hydra plugin ships
+  puts that very value at that very key (:func:`hydra_problems`: choosing a shipped option by name,
+  ``hydra/job_logging=disabled``, is how such values change), and each ``_target_`` of the trainer
+  config is the one verl's own config has at that path (:func:`task_problems`). Hydra's
+  instantiation keys (``_partial_``, ``_args_``, ...) are never accepted in the trainer config.
 - **No config source that runs code.** A ``pkg://`` search-path entry imports its package; only a
   package already loaded may be named (:func:`search_path_problems`). Files of ``file://`` entries are
   read by the checked file source (limits, containment) whatever entry named them.
@@ -26,6 +27,7 @@ final config, after every step):
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +48,8 @@ CODE_KEYS = ("_target_", "()", "class", "factory")
 INSTANTIATE_KEYS = ("_partial_", "_args_", "_recursive_", "_convert_")
 # A logging config value that Python's logging.config imports (``ext://sys.stdout``).
 EXTERNAL = "ext://"
+# Settings whose whole value is code a Hydra plugin runs: a launcher's shell lines run before each job.
+SCRIPT_KEYS = ("setup",)
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,17 @@ class CodeSlot:
 
     @property
     def allowed_as(self) -> tuple[str, str]:
-        return (self.slot, self.value)
+        """What a shipped config must hold for this slot to be accepted: this value at this key."""
+        return (self.path, self.value)
+
+
+def _text(value: object) -> str:
+    """A setting's whole value as text (a list of shell lines compares as a list)."""
+    if isinstance(value, DictConfig | ListConfig):
+        from omegaconf import OmegaConf
+
+        value = OmegaConf.to_container(value, resolve=False)
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def code_slots(node: object, prefix: str = "") -> Iterator[CodeSlot]:
@@ -76,7 +90,9 @@ def code_slots(node: object, prefix: str = "") -> Iterator[CodeSlot]:
         return
     for key, value in items:
         path = f"{prefix}{key}"
-        if isinstance(value, DictConfig | ListConfig | Mapping | list | tuple):
+        if str(key) in SCRIPT_KEYS and prefix.startswith("hydra.launcher."):
+            yield CodeSlot(path, str(key), _text(value))
+        elif isinstance(value, DictConfig | ListConfig | Mapping | list | tuple):
             yield from code_slots(value, f"{path}.")
         elif str(key) in CODE_KEYS or str(key) in INSTANTIATE_KEYS:
             yield CodeSlot(path, str(key), "null" if value is None else str(value))
@@ -85,21 +101,87 @@ def code_slots(node: object, prefix: str = "") -> Iterator[CodeSlot]:
 
 
 def hydra_problems(hydra: object, allowed: Collection[tuple[str, str]]) -> list[Problem]:
-    """Code slots of the composed ``hydra`` node whose value no shipped config puts in that kind of
-    slot (``allowed``: (slot, value) pairs read from the shipped configs)."""
+    """Code slots of the composed ``hydra`` node whose value no shipped config puts at that key
+    (``allowed``: (key, value) pairs read from the shipped configs, each at the package it mounts at)."""
     problems = []
     for slot in code_slots(hydra, "hydra."):
         if slot.allowed_as in allowed:
             continue
+        what = ("holds shell lines the launcher runs before each job" if slot.slot in SCRIPT_KEYS
+                else "names code Hydra would import and call")
         problems.append(Problem(
             key=slot.path,
-            message=f"names code Hydra would import and call ({slot.value!r}), and no config that "
-            "verl_roles, Hydra or an installed Hydra plugin ships sets it there",
+            message=f"{what} ({slot.value!r}), and no config that verl_roles, Hydra or an installed Hydra "
+            "plugin ships sets it there",
             fix="remove it; choose Hydra's launcher, sweeper and logging by option name instead "
             "(hydra/launcher=joblib, hydra/job_logging=disabled), and set their plain settings "
             "(hydra.launcher.n_jobs=4)",
         ))
     return problems
+
+
+# Hydra's two logging settings, each handed to Python's logging.config.dictConfig when set.
+LOGGING_NODES = ("hydra.job_logging", "hydra.hydra_logging")
+
+
+def logging_problems(hydra: object) -> list[Problem]:
+    """What Python's ``logging.config.dictConfig`` (which Hydra hands its logging settings to) refuses, as
+    far as a config shows it: a setting without its root logger, another schema version, a level name
+    logging does not know, a handler, formatter or filter named but not defined."""
+    from omegaconf import OmegaConf
+
+    problems: list[Problem] = []
+    for key in LOGGING_NODES:
+        node = OmegaConf.select(hydra, key.partition(".")[2], default=None) if hydra is not None else None
+        if node is None:
+            continue
+        conf = OmegaConf.to_container(node, resolve=False) if isinstance(node, DictConfig) else node
+        if not isinstance(conf, dict):
+            problems.append(_logging_problem(key, "is not a mapping of logging settings"))
+            continue
+        if "root" not in conf:
+            problems.append(_logging_problem(key, "has no root logger (`root`), which Hydra sets up first"))
+        if conf.get("version", 1) != 1:
+            problems.append(_logging_problem(f"{key}.version", f"is {conf.get('version')!r}; Python's "
+                                             "logging configuration knows only version 1"))
+        problems += _logging_references(key, conf)
+    return problems
+
+
+def _logging_references(key: str, conf: dict) -> list[Problem]:
+    import logging
+
+    levels = logging.getLevelNamesMapping()
+    problems = []
+    sections = {name: conf.get(name) or {} for name in ("handlers", "formatters", "filters", "loggers")}
+    users = {"root": conf.get("root") or {}, **{f"loggers.{n}": v for n, v in sections["loggers"].items()},
+             **{f"handlers.{n}": v for n, v in sections["handlers"].items()}}
+    for where, entry in users.items():
+        if not isinstance(entry, dict):
+            continue
+        level = entry.get("level")
+        if level is not None and not (isinstance(level, int) or str(level).upper() in levels):
+            problems.append(_logging_problem(f"{key}.{where}.level", f"is {level!r}, not a logging level",
+                                             expected=", ".join(sorted(levels))))
+        for kind, names in (("handlers", entry.get("handlers")), ("filters", entry.get("filters"))):
+            for name in names or ():
+                if name not in sections[kind]:
+                    problems.append(_logging_problem(f"{key}.{where}.{kind}", f"names {name!r}, which is not "
+                                                     f"one of {key}.{kind}"))
+        formatter = entry.get("formatter")
+        if formatter is not None and formatter not in sections["formatters"]:
+            problems.append(_logging_problem(f"{key}.{where}.formatter", f"names {formatter!r}, which is not "
+                                             f"one of {key}.formatters"))
+    return problems
+
+
+def _logging_problem(key: str, message: str, expected: str = "") -> Problem:
+    return Problem(
+        key=key, message=f"{message}: Python's logging would refuse it when Hydra sets logging up",
+        expected=expected,
+        fix="choose a logging option by name (hydra/job_logging=default, disabled, none or stdout), or fix "
+        "the setting",
+    )
 
 
 def search_path_problems(entries: Sequence[str], loaded: Collection[str] | None = None) -> list[Problem]:

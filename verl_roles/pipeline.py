@@ -82,6 +82,17 @@ def _gate(resolved: DictConfig, inputs: StepInputs) -> list[Problem]:
     return [replace(p, origin=p.origin or inputs.origin_of(p.key)) for p in findings.problems]
 
 
+def check_composition(cfg: DictConfig, inputs: StepInputs) -> DictConfig:
+    """A composition read for its keys, not run (``verl-roles keys``): legacy keys read, then the gate.
+    The rules do not run (they judge values, which such a view shows, not uses). Returns ``cfg``."""
+    _check_inputs(cfg)
+    legacy.normalize_config(cfg, inputs.command, inputs.stock_config)
+    problems = _gate(cfg, inputs)
+    if problems:
+        raise ConfigError(problems)
+    return cfg
+
+
 def finalize(
     cfg: DictConfig,
     inputs: StepInputs,

@@ -22,7 +22,7 @@ from pathlib import Path
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from verl_roles import sweep_isolation
+from verl_roles import gate, sweep_isolation
 from verl_roles.api import (
     Served,
     compose_full,
@@ -35,15 +35,18 @@ from verl_roles.api import (
 )
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.layout import ENGINE_KEY
 from verl_roles.legacy import read_command_line
+from verl_roles.limits import read_config_file
 from verl_roles.notices import ConfigWarning
-from verl_roles.omegaconf_adapter.yaml_dialect import dump
+from verl_roles.omegaconf_adapter.yaml_dialect import dump, load_plain
 from verl_roles.pipeline import finalize
-from verl_roles.run_files import run_files
+from verl_roles.rules import RULES, validate
+from verl_roles.run_files import RESOLVED, run_files
 from verl_roles.summary import summarize
 from verl_roles.sweep_grid import SweepPoint, sweep_points, swept_keys
 from verl_roles.wording import LIBRARY_ERRORS, translate
-from verl_roles.write_protocol import write_atomic
+from verl_roles.write_protocol import MARKER, write_atomic
 
 # The header of .hydra/config.yaml: Hydra's composition, not the config the run uses.
 HYDRA_COPY_NOTE = (
@@ -169,6 +172,21 @@ def is_sweep(command: CommandLine, root: DictConfig) -> bool:
     return command.is_multirun or OmegaConf.select(root, "hydra.mode") == RunMode.MULTIRUN
 
 
+def multirun_by_config(command: CommandLine) -> bool:
+    """A command line that sweeps without ``-m`` is a multirun when its config sets ``hydra.mode:
+    MULTIRUN`` (Hydra composes it in that mode to find out); otherwise it is refused as Hydra refuses it."""
+    root = _compose(command, command.texts(), RunMode.MULTIRUN)
+    if OmegaConf.select(root, "hydra.mode") == RunMode.MULTIRUN:
+        return True
+    swept = next(o for o in command.overrides if o.is_sweep)
+    raise ConfigError([Problem(
+        key=f"`{swept.text}`",
+        message="sweeps over several values, but this is a single run (no -m)",
+        fix=f"add -m to run one job per value (python -m verl_roles.main -m {swept.text} ...), or give the "
+        "key one value",
+    )])
+
+
 def compose_run(command: CommandLine) -> DictConfig:
     """The full composition of a single run (its ``hydra`` node included), gated."""
     return _compose(command, command.texts())
@@ -179,6 +197,9 @@ def plan_run(command: CommandLine, root: DictConfig) -> RunPlan:
     what it writes; nothing is written. Raises the :class:`ConfigError` the run would stop with."""
     target = Path(os.path.abspath(str(_checked(lambda: OmegaConf.select(root, "hydra.run.dir"), command))))
     output_subdir = _output_subdir(root)
+    problems = output_subdir_problems(output_subdir)
+    if problems:
+        raise ConfigError(problems)
     hydra = hydra_only(root)
     task, choices = split_hydra(root)
     source = JobSource(command.config_name, command.config_dir_path(), tuple(command.texts()))
@@ -236,6 +257,8 @@ class SweepPlan:
     output_subdir: str | None = None
     master: DictConfig | None = field(default=None, repr=False)
     master_text: str = field(default="", repr=False)
+    # The basic sweeper's own sweeps (hydra.sweeper.params of the config), legacy keys read.
+    sweeper_params: dict[str, str] = field(default_factory=dict)
     # How many points the grid has (all of them, also when the sweep's own config fails first).
     points: int = 0
 
@@ -249,7 +272,8 @@ class SweepPlan:
 
     def served(self, staging: Path) -> Served:
         assert self.master is not None
-        master = pin(self.master, {"hydra.sweep.dir": str(staging), "hydra.output_subdir": None})
+        master = pin(self.master, {"hydra.sweep.dir": str(staging), "hydra.output_subdir": None,
+                                   "hydra.sweeper.params": dict(self.sweeper_params) or None})
         jobs = {job.point.overrides: (job.number, _with_sweep_dir(job.hydra, staging)) for job in self.jobs}
         return Served(hydra=master, mode=RunMode.MULTIRUN, jobs=jobs)
 
@@ -301,18 +325,25 @@ def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
     path; nothing is written. ``keep_files`` keeps what each job writes (the main job does; check-sweep
     only checks). Warnings are gathered (each message once, with how many points gave it)."""
     plan = SweepPlan(command, swept_keys(command), tuple(o.text for o in command.overrides if o.is_hydra))
-    points = sweep_points(command)
-    plan.points = len(points)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConfigWarning)
         try:
             master = _compose(command, command.texts(), RunMode.MULTIRUN)
             plan.target = Path(os.path.abspath(str(OmegaConf.select(master, "hydra.sweep.dir"))))
+            grid, plan.sweeper_params = _grid(command, master)
         except ConfigError as error:
             plan.master_error = error
+            points = sweep_points(command)
+            plan.points = len(points)
             _check_points_alone(plan, points)
             return plan
+        plan.keys = swept_keys(grid)
+        points = sweep_points(grid)
+        plan.points = len(points)
         plan.output_subdir = _output_subdir(master)
+        plan.problems = _sweep_setting_problems(master, plan.output_subdir, len(points))
+        if plan.problems:
+            return plan
         plan.master = hydra_only(master)
         if keep_files:
             plan.master_text = dump(OmegaConf.to_container(master, resolve=False, enum_to_str=True))
@@ -329,6 +360,70 @@ def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
         outputs = [sweep_isolation.JobOutputs(job.number, job.point.swept, job.outputs) for job in plan.jobs]
         plan.problems = _folder_problems(plan) + sweep_isolation.shared_output_problems(outputs)
     return plan
+
+
+# The sweeper whose jobs verl_roles plans: Hydra's basic sweeper (a cartesian product of the overrides).
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+def _grid(command: CommandLine, master: DictConfig) -> tuple[CommandLine, dict[str, str]]:
+    """The command line the sweeper sweeps: the basic sweeper's ``hydra.sweeper.params`` of the config
+    (legacy keys read, as on the command line) before the command line's own overrides, as the sweeper
+    puts them; and those params as the sweeper is then handed them."""
+    params = OmegaConf.select(master, "hydra.sweeper.params", default=None)
+    if not params:
+        return command, {}
+    texts = [f"{key}={value}" for key, value in OmegaConf.to_container(params).items()]
+    read = read_command_line(CommandLine.of(texts, command.config_name, command.config_dir)).command
+    translated = {o.text.partition("=")[0]: o.text.partition("=")[2] for o in read.overrides}
+    grid = CommandLine.of([*read.texts(), *command.texts()], command.config_name, command.config_dir)
+    return grid, translated
+
+
+def _sweep_setting_problems(master: DictConfig, output_subdir: str | None, points: int) -> list[Problem]:
+    """What stops a sweep before any job whatever its jobs are: a sweeper whose jobs cannot be planned,
+    a batch size the sweeper refuses, Hydra's record in a folder of its own outside the job, no job."""
+    problems = output_subdir_problems(output_subdir)
+    sweeper = OmegaConf.select(master, "hydra.sweeper._target_", default=None)
+    if sweeper != BASIC_SWEEPER:
+        problems.append(Problem(
+            key="hydra/sweeper",
+            message=f"is {sweeper}, a sweeper that decides its jobs while it runs; verl_roles composes and "
+            "validates every job before the sweep starts, which needs the basic sweeper's grid",
+            fix="use the basic sweeper (the default: drop hydra/sweeper=...), with the values to try as "
+            "comma lists or range(...)",
+        ))
+    size = OmegaConf.select(master, "hydra.sweeper.max_batch_size", default=None)
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+        problems.append(Problem(
+            key="hydra.sweeper.max_batch_size", message="is how many jobs the sweeper launches at once",
+            value=size, show_value=True, expected="null (all at once) or an integer >= 1",
+            fix="set hydra.sweeper.max_batch_size=null or a positive number"))
+    if points == 0 and not problems:
+        problems.append(Problem(
+            key="sweep", message="has no job: a sweep in it lists no value (an empty range, say)",
+            fix="give every swept key at least one value, e.g. range(1,4) rather than range(3,1)"))
+    return problems
+
+
+def output_subdir_problems(output_subdir: str | None) -> list[Problem]:
+    """``hydra.output_subdir``, where Hydra's record of a run goes, must be a folder inside the run's folder
+    that holds nothing else of the run."""
+    if output_subdir is None:
+        return []
+    normal = os.path.normpath(output_subdir)
+    first = normal.split(os.sep)[0]
+    if not os.path.isabs(output_subdir) and normal != "." and not normal.startswith("..") and first not in (
+        "roles", "resolved.yaml", MARKER
+    ) and not first.startswith(".verl_roles"):
+        return []
+    return [Problem(
+        key="hydra.output_subdir",
+        message=f"puts Hydra's record of the run ({output_subdir!r}) outside the run's folder or into a part "
+        "of it that holds the run's own files (roles/, resolved.yaml)",
+        fix="leave it at .hydra (the default), name another folder inside the run's folder, or set it to "
+        "null for no record",
+    )]
 
 
 def _check_points_alone(plan: SweepPlan, points: list[SweepPoint]) -> None:
@@ -423,3 +518,43 @@ def _folder_problems(plan: SweepPlan) -> list[Problem]:
                 "or '${hydra.job.override_dirname}'",
             ))
     return problems
+
+
+def check_written_run(run_dir: Path) -> DictConfig:
+    """The ``resolved.yaml`` of a run folder written before, checked like a config about to run: read
+    as a user's file (limits), then the gate and every rule (``verl-roles launch --run-dir`` runs only
+    what passes). A run's ``resolved.yaml`` holds no Hydra settings and no interpolation: one that does
+    was not written by verl_roles, or was changed since."""
+    path = run_dir / RESOLVED
+    if not path.is_file():
+        raise ConfigError([Problem(
+            key=f"--run-dir {run_dir}", message="holds no resolved.yaml",
+            fix="pass a folder written by `python -m verl_roles.main` (or by one job of its sweep)")])
+    text = read_config_file(path, str(path))
+    data = load_plain(text, str(path))
+    problems = []
+    if not isinstance(data, dict):
+        raise ConfigError([Problem(key=str(path), message="is not a mapping of keys to values",
+                                   fix="compose the run again with `python -m verl_roles.main`")])
+    if "hydra" in data:
+        problems.append(Problem(
+            key=f"{path}: hydra", message="holds Hydra settings, which verl's own Hydra would act on; "
+            "verl_roles never writes them into resolved.yaml",
+            fix="compose the run again with `python -m verl_roles.main` (the file was changed or not "
+            "written by verl_roles)"))
+    if "${" in text:
+        problems.append(Problem(
+            key=str(path), message="holds an interpolation (`${...}`), which verl would resolve; verl_roles "
+            "writes resolved.yaml with every value resolved",
+            fix="compose the run again with `python -m verl_roles.main`"))
+    if problems:
+        raise ConfigError(problems)
+    cfg = OmegaConf.create(data)
+    findings = gate.task_problems(cfg, gate.surface(str(cfg.get(ENGINE_KEY, ""))))
+    for message in findings.warnings:
+        warnings.warn(message, ConfigWarning, stacklevel=2)
+    try:
+        validate(cfg, RULES, extra=list(findings.problems))
+    except ConfigError as error:
+        raise ConfigError([replace(p, origin=f"the file {path}") for p in error.problems]) from None
+    return cfg

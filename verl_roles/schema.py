@@ -31,7 +31,8 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig
 
 from verl_roles.errors import Problem
-from verl_roles.layout import ENGINE_KEY
+from verl_roles.layout import ENGINE_KEY, ENGINE_TABLE, ROLES
+from verl_roles.layout import engine as layout_engine
 from verl_roles.omegaconf_adapter.nodes import ABSENT, raw_at, raw_items
 from verl_roles.own_types import OWN_TYPES
 
@@ -219,7 +220,10 @@ def declared_types(engine: str) -> dict[str, KeyType]:
             text = text[engine]
         texts[path] = text
     mirrors = {}
+    elsewhere = _other_engines_blocks(engine)
     for path, text in OWN_TYPES.items():
+        if path.startswith(elsewhere):
+            continue  # a key of another engine's block: this engine has no such key
         if text.startswith(MIRROR):
             mirrors[path] = text[len(MIRROR):]
         elif texts.get(path, "Any") == "Any":
@@ -231,6 +235,19 @@ def declared_types(engine: str) -> dict[str, KeyType]:
             if key.startswith(prefix):
                 texts.setdefault(path + key[len(source):], text)
     return {path: parse_type(text) for path, text in texts.items()}
+
+
+def _other_engines_blocks(engine: str) -> tuple[str, ...]:
+    """The baseline and role blocks (``prefix.``) of every engine but ``engine`` (from the layout table)."""
+    chosen = layout_engine(engine)
+    prefixes = []
+    for other in ENGINE_TABLE:
+        if other.name == chosen.name:
+            continue
+        prefixes.append(f"{other.baseline}.")
+        prefixes += [f"{role.section}.{other.block(role.name)}." for role in ROLES if role.engine_block]
+    own = {f"{role.section}.{chosen.block(role.name)}." for role in ROLES if role.engine_block}
+    return tuple(p for p in prefixes if p not in own and p != f"{chosen.baseline}.")
 
 
 Tree = dict[str, tuple[KeyType | None, "Tree | None"]]

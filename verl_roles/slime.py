@@ -498,8 +498,11 @@ def _check_verl_path(where: str, key: str, value: Any, entry: RoleEntry, problem
 
 
 def _interpolation_in(value: Any) -> bool:
+    """``${`` anywhere in a value: a string, an item of a list, a key or value of a mapping."""
     if isinstance(value, str):
         return "${" in value
+    if isinstance(value, dict):
+        return any(_interpolation_in(key) or _interpolation_in(item) for key, item in value.items())
     return isinstance(value, list) and any(_interpolation_in(item) for item in value)
 
 

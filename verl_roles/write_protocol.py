@@ -59,10 +59,12 @@ _LOCK = ".verl_roles-lock"
 # of NAME is written), ``renamed:NAME`` (NAME is in place), ``staged`` (every file of a run is in its
 # staging folder), ``swap:aside`` (an old run was renamed aside, the new one not yet in place).
 PAUSE_ENV = "VERL_ROLES_TEST_PAUSE_AT"
+# Read once, when the process starts: a config cannot set it for a job (hydra.job.env_set).
+_PAUSE_AT = os.environ.get(PAUSE_ENV)
 
 
 def pause_point(name: str) -> None:
-    if os.environ.get(PAUSE_ENV) == name:
+    if name == _PAUSE_AT:
         print(f"verl_roles: paused at {name}", file=sys.stderr, flush=True)
         time.sleep(120)
 
@@ -490,8 +492,9 @@ def write_user_file(path: Path, text: str) -> Path:
     """Write ``text`` to a file the user named (``-o FILE``); returns the file written.
 
     A symbolic link is followed (the link stays, the file it names gets the text); a FIFO, a character
-    device or a socket is written into, never replaced; a regular file is replaced atomically and keeps
-    its permissions; a missing file is created (its folder must exist).
+    device or a socket is written into, never replaced, and so is a file with other hard links or in a
+    folder this user cannot write (as ``> FILE`` would); any other regular file is replaced atomically
+    and keeps its permissions; a missing file is created (its folder must exist).
     """
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
@@ -503,7 +506,12 @@ def write_user_file(path: Path, text: str) -> Path:
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise unwritable(OSError(errno.EISDIR, os.strerror(errno.EISDIR)), path)
     try:
-        if info is not None and not stat.S_ISREG(info.st_mode):
+        in_place = info is not None and (
+            not stat.S_ISREG(info.st_mode)  # a FIFO, a device: written into, never replaced
+            or info.st_nlink > 1  # a hard link: every name of the file sees the new text
+            or not os.access(target.parent, os.W_OK | os.X_OK)  # a writable file in a folder that is not
+        )
+        if in_place:
             with open(target, "w", encoding="utf-8", newline="\n") as handle:
                 handle.write(text)
             return target

@@ -40,7 +40,7 @@ from verl_roles.notices import warn
 from verl_roles.role_table import cell
 from verl_roles.rules.values import critic_in_use
 from verl_roles.slime import SLIME_PATH_KEY, role_differences, to_slime_yaml, verl_only_keys
-from verl_roles.write_protocol import write_atomic
+from verl_roles.write_protocol import signals_raise, write_user_file
 
 USAGE = """usage: verl-roles export-slime [-o FILE] [--strict] [--config-name NAME] [--config-dir DIR]
                                 [overrides...]
@@ -187,5 +187,6 @@ def _export(parsed: tuple[CommandLine, str | None, bool]) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    write_atomic(Path(output), text)
+    with signals_raise():
+        write_user_file(Path(output), text)
     print(f"verl-roles: wrote {output}", file=sys.stderr)

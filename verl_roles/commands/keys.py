@@ -17,7 +17,7 @@ from pathlib import Path
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import paths
-from verl_roles.api import compose_with_choices, defaults_files
+from verl_roles.api import compose_with_choices, defaults_files, step_inputs
 from verl_roles.cmdline import CONFIG_FLAGS, HELP, CommandLine, FlagSpec
 from verl_roles.commands.reporting import run_reporting_errors
 from verl_roles.commands.show import matches
@@ -26,6 +26,7 @@ from verl_roles.errors import ConfigError, Problem
 from verl_roles.key_docs import MountedFile, key_comments
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.legacy import read_command_line
+from verl_roles.pipeline import check_composition
 from verl_roles.role_table import cell
 from verl_roles.schema import declared_types
 from verl_roles.wording import LIBRARY_ERRORS, raise_translated
@@ -93,9 +94,10 @@ def key_entries(command: CommandLine) -> list[KeyEntry]:
     command = read_command_line(command).command
     config_dir = command.config_dir_path()
     try:
-        cfg, _ = compose_with_choices(command.config_name, command.texts(), config_dir)
+        cfg, choices = compose_with_choices(command.config_name, command.texts(), config_dir)
+        check_composition(cfg, step_inputs(command, choices))
         files = defaults_files(command.config_name, command.texts(), config_dir)
-    except LIBRARY_ERRORS as error:
+    except (ConfigError, *LIBRARY_ERRORS) as error:
         raise_translated(error, command)
     comments = key_comments(_mounted(files, command.tree))
     types = declared_types(str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE)))

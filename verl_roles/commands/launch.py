@@ -18,7 +18,9 @@ composing and trains on a run directory written before, e.g. by one job of a swe
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -185,6 +187,15 @@ def exit_code_of(returncode: int) -> int:
 
 def run(args: list[str]) -> int:
     """Entry point of ``verl-roles launch``; returns the exit code."""
+    from verl_roles.commands.reporting import run_reporting_errors
+
+    args = list(args)
+    outcome: list[int] = []
+    code = run_reporting_errors(lambda: outcome.append(_launch(args)), args)
+    return outcome[0] if outcome and code == 0 else code
+
+
+def _launch(args: list[str]) -> int:
     try:
         options = parse(list(args))
     except UsageError as error:
@@ -201,19 +212,55 @@ def run(args: list[str]) -> int:
     if warning:
         print(warning, file=sys.stderr)
     if options.run_dir is not None:
+        from verl_roles.planning import check_written_run
+
         run_dir = options.run_dir
-        if not (run_dir / "resolved.yaml").is_file():
-            print(
-                f"verl_roles error: --run-dir {run_dir}: no resolved.yaml there. Fix: pass a folder "
-                "written by `python -m verl_roles.main` (or by one job of its sweep).",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
+        check_written_run(run_dir)
+        workdir = composed_in(run_dir)
     else:
         code, written = write_run_dir(options.overrides)
         if code or written is None:
             return code  # an invalid config (nothing written), or e.g. --cfg job (nothing to train)
-        run_dir = written
+        run_dir, workdir = written, Path.cwd()
     command = trainer_command(options, run_dir)
-    print(f"verl_roles: starting verl: {shlex.join(command)}", flush=True)
-    return exit_code_of(subprocess.run(command).returncode)
+    where = "" if workdir == Path.cwd() else f" in {workdir} (where the run was composed)"
+    print(f"verl_roles: starting verl{where}: {shlex.join(command)}", flush=True)
+    return exit_code_of(run_trainer(command, workdir))
+
+
+def composed_in(run_dir: Path) -> Path:
+    """The folder a run was composed in (Hydra's record of it, ``.hydra/hydra.yaml``): verl starts there,
+    so the run's relative paths (data files, checkpoint folder) mean what they meant when it was composed.
+    Without the record: the current folder."""
+    record = run_dir / ".hydra" / "hydra.yaml"
+    try:
+        import yaml
+
+        cwd = yaml.safe_load(record.read_text(encoding="utf-8"))["hydra"]["runtime"]["cwd"]
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+        return Path.cwd()
+    folder = Path(str(cwd))
+    return folder if folder.is_dir() else Path.cwd()
+
+
+def run_trainer(command: list[str], workdir: Path) -> int:
+    """Run verl's trainer in its own process group and wait for it; Ctrl-C, SIGTERM and SIGHUP sent to
+    launch reach the trainer and everything it started, so stopping launch stops the training."""
+    import signal
+
+    process = subprocess.Popen(command, cwd=workdir, process_group=0)
+
+    def forward(signum: int, frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signum)
+
+    saved = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        while True:
+            try:
+                return process.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)

@@ -43,14 +43,23 @@ from verl_roles.cmdline import (
 from verl_roles.commands import sweep
 from verl_roles.commands.check_sweep import print_warnings, report
 from verl_roles.commands.main_help import main_help
-from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.commands.reporting import run_reporting_errors, say
 from verl_roles.commands.show import composition_note, shows_composition
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.installation import print_shadowing_notice
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.legacy import read_command_line
-from verl_roles.planning import Rendered, RunPlan, SweepPlan, compose_run, is_sweep, plan_run, plan_sweep
+from verl_roles.planning import (
+    Rendered,
+    RunPlan,
+    SweepPlan,
+    compose_run,
+    is_sweep,
+    multirun_by_config,
+    plan_run,
+    plan_sweep,
+)
 from verl_roles.run_files import RESOLVED
 from verl_roles.write_protocol import (
     MARKER,
@@ -118,7 +127,7 @@ class MainJob:
                 (out_dir / sweep.ERROR_FILE, error.render().rstrip("\n") + "\n"),
                 (out_dir / MARKER, sweep.job_marker(outcome)),
             ])
-            print(f"verl_roles error: job #{job}: {error.render()}", file=sys.stderr)
+            say(f"verl_roles error: job #{job}: {error.render()}", file=sys.stderr)
             return outcome
         return sweep.ok()
 
@@ -144,9 +153,9 @@ def write_job(
     ordered = sorted(files.items(), key=lambda item: item[0] == RESOLVED)
     extra = [(out_dir / MARKER, marker)] if marker is not None else []
     write_all_or_nothing([(out_dir / name, text) for name, text in ordered] + extra)
-    print(rendered.summary)
+    say(rendered.summary)
     roles = ", ".join(f"roles/{name}.yaml" for name in ROLE_SECTIONS)
-    print(f"verl_roles: wrote resolved.yaml, {roles} to {_display(final)}")
+    say(f"verl_roles: wrote resolved.yaml, {roles} to {_display(final)}")
 
 
 def _hydra_files(hydra_cfg: DictConfig, staged: Path, final: Path, output_subdir: str) -> dict[str, str]:
@@ -235,11 +244,14 @@ def _invoke(args: list[str], job: MainJob, single_run_only: bool) -> None:
     report_check = command.flag(CHECK_SWEEP) is not None
     command = command.without(OVERWRITE).without(CHECK_SWEEP)
     if any(command.flag(flag) is not None for flag in VIEWS):
-        run_app(job, command.argv())
+        run_app(job, command.hydra_argv())
         if shows_composition(command):
             print(composition_note(command), file=sys.stderr)
+            if not (command.is_multirun or command.sweeps):
+                # Hydra showed the composition; a run with it would still be refused: say so (exit 2).
+                plan_run(command, compose_run(command))
         return
-    if command.is_multirun:
+    if command.is_multirun or (command.sweeps and multirun_by_config(command)):
         _refuse_sweep(single_run_only)
         _run_sweep(command, job, overwrite, report_check)
         return
@@ -257,7 +269,7 @@ def _invoke(args: list[str], job: MainJob, single_run_only: bool) -> None:
     plan = plan_run(command, root)
     with signals_raise(), claim_folder(plan.target, RUN, overwrite=overwrite) as claim:
         job.run = plan
-        run_app(job, command.argv(), plan.served(claim.staging))
+        run_app(job, command.hydra_argv(), plan.served(claim.staging))
         claim.commit()
     job.run_dirs.append(plan.target)
 
@@ -282,7 +294,7 @@ def _run_sweep(command: CommandLine, job: MainJob, overwrite: bool, report_check
     assert plan.target is not None
     with signals_raise(), claim_folder(plan.target, SWEEP, overwrite=overwrite) as claim:
         job.sweep_plan = plan
-        run_app(job, command.argv(), plan.served(claim.staging))
+        run_app(job, command.hydra_argv(), plan.served(claim.staging))
         try:
             plan.write_multirun_file(claim.staging)
             summary = sweep.write_summary(plan, claim.staging)
@@ -290,6 +302,6 @@ def _run_sweep(command: CommandLine, job: MainJob, overwrite: bool, report_check
             raise named_finally(error, claim.staging, plan.target) from None
         claim.commit()
     total, bad = len(summary.records), len(summary.failures)
-    print(f"verl_roles: sweep of {total} jobs: {total - bad} ok, {bad} failed; summary in {summary.path}")
+    say(f"verl_roles: sweep of {total} jobs: {total - bad} ok, {bad} failed; summary in {summary.path}")
     if summary.failures:
         raise ConfigError([Problem(key="sweep", message=sweep.sweep_error_text(summary))])

@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import logging
 import os
 import sys
 import warnings
@@ -54,9 +57,47 @@ def report(error: BaseException) -> str:
     return one_paragraph(str(error))
 
 
+EXIT_BROKEN_PIPE = 141
+
+
+def say(text: str, file: object = None) -> None:
+    """Print ``text`` (to stdout unless ``file``), where a reader that went away (``| head``) or a stdout
+    that is gone never stops the command: what it writes to files matters more than what it shows."""
+    try:
+        print(text, file=file if file is not None else sys.stdout, flush=True)
+    except (BrokenPipeError, ValueError, AttributeError):
+        _silence_stdout()
+    except OSError as error:
+        if error.errno != errno.EBADF:
+            raise
+
+
+def _silence_stdout() -> None:
+    """Point the process's stdout at /dev/null: a closed pipe is not reported again at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _tolerant_streams() -> None:
+    """Text a stream's encoding cannot hold (a non-ASCII path on an ASCII terminal) is escaped, not an
+    error; a log line that cannot be written (its reader went away) is dropped, not a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")
+    logging.raiseExceptions = False
+
+
 def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
-    """Run ``action``; turn a user mistake into a message on stderr and exit code 2."""
+    """Run ``action``; turn a user mistake into a message on stderr and exit code 2 (see the module
+    docstring for everything else)."""
     debug = debug_requested(args)
+    _tolerant_streams()
+    if sys.stdout is None:
+        print("verl_roles error: standard output is closed (>&-), and the commands print to it. Fix: send "
+              "it somewhere (> out.txt, or > /dev/null to keep only the files a run writes).",
+              file=sys.stderr)
+        return EXIT_CONFIG_ERROR
     saved_env = os.environ.get("HYDRA_FULL_ERROR")
     # Let Hydra re-raise instead of printing its own report, so we word the error ourselves.
     os.environ["HYDRA_FULL_ERROR"] = "1"
@@ -71,6 +112,10 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
             raise
         print(f"verl_roles error: {report(error)}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    except BrokenPipeError:
+        # The reader of stdout went away (`| head`): stop quietly, as shell tools do.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         if debug:
             raise

@@ -29,7 +29,7 @@ from verl_roles.legacy import LEGACY_CONFIG_NAMES
 from verl_roles.notices import ConfigDeprecationWarning
 from verl_roles.run_files import to_yaml
 from verl_roles.verl_target import VERL_TARGET_VERSION
-from verl_roles.write_protocol import write_atomic
+from verl_roles.write_protocol import signals_raise, unwritable, write_user_file
 
 SCRIPT = "scripts/generate_trainer_config.sh"
 GENERATED_DIR = "_generated"
@@ -201,7 +201,7 @@ def snapshot_diff(variant: Variant, rendered: str, generated_dir: Path) -> str:
 def _committed_text(path: Path) -> str:
     """A committed snapshot's text ('' when there is none). Bytes that are not UTF-8 (a damaged file)
     show as U+FFFD: the snapshot is then stale, and generating rewrites it."""
-    return path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else ""
+    return _read(path).decode("utf-8", errors="replace") if path.is_file() else ""
 
 
 def extra_files(generated_dir: Path, variants: Sequence[Variant] = VARIANTS) -> list[Path]:
@@ -239,6 +239,14 @@ def check(
     return 0
 
 
+def _read(path: Path) -> bytes:
+    """A snapshot's bytes; one that cannot be read is one paragraph, not a traceback."""
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise unwritable(error, path) from None
+
+
 def generate(
     generated_dir: Path, variants: Sequence[Variant] = VARIANTS, rendered: Mapping[str, str] | None = None
 ) -> int:
@@ -249,8 +257,9 @@ def generate(
     changed = []
     for name, text in rendered.items():
         path = generated_dir / name
-        if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
-            write_atomic(path, text)
+        if not path.is_file() or _read(path) != text.encode("utf-8"):
+            with signals_raise():
+                write_user_file(path, text)
             changed.append(name)
     for path in extra_files(generated_dir, variants):
         path.unlink()

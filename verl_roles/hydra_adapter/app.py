@@ -15,17 +15,23 @@ job's return value without Hydra's re-raise of a failure.
 
 from __future__ import annotations
 
+import os
 import threading
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 from hydra._internal import hydra as hydra_internal
 from hydra._internal.utils import _run_hydra, get_args_parser
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.utils import JobReturn
+from hydra.errors import HydraException
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles.config_tree import CONF_DIR
+from verl_roles.errors import ConfigError, Problem, one_paragraph
 from verl_roles.hydra_adapter.compose import version_base_1_3
 from verl_roles.hydra_adapter.loader import ConfigLoader
 from verl_roles.hydra_adapter.serving import Served
@@ -74,14 +80,61 @@ def run_app(task: TaskFunction, argv: Sequence[str], served: Served | None = Non
     if args.experimental_rerun is not None:
         raise ValueError("--experimental-rerun is not supported: it unpickles a file")
     factory = _LoaderFactory(served)
-    with version_base_1_3(), _hydra_builds_loaders_with(factory):
-        _run_hydra(
-            args=args,
-            args_parser=parser,
-            task_function=task,
-            config_path=str(CONF_DIR),
-            config_name=PRIMARY_CONFIG,
-        )
+    try:
+        with version_base_1_3(), _hydra_builds_loaders_with(factory):
+            _run_hydra(
+                args=args,
+                args_parser=parser,
+                task_function=task,
+                config_path=str(CONF_DIR),
+                config_name=PRIMARY_CONFIG,
+            )
+    except (ConfigError, HydraException, OmegaConfBaseException):
+        raise
+    except Exception as error:  # noqa: BLE001 - what Hydra or a plugin refused is the user's setting
+        problem = refused_setting(error)
+        if problem is None:
+            raise
+        raise ConfigError([problem]) from error
+
+
+# Code of Hydra and its plugins, by file, and the settings of the user's that reach it: an exception it
+# raises (its own checks, or a library it hands the settings to) is about those settings.
+_COMPONENTS: tuple[tuple[str, str, str], ...] = (
+    ("logging/config.py", "hydra.job_logging / hydra.hydra_logging", "Python's logging (set up by Hydra)"),
+    ("hydra_plugins/hydra_joblib_launcher", "hydra.launcher", "the joblib launcher"),
+    ("joblib/", "hydra.launcher", "joblib (the joblib launcher)"),
+    ("hydra_plugins/hydra_submitit_launcher", "hydra.launcher", "the submitit launcher"),
+    ("submitit/", "hydra.launcher", "submitit (the submitit launcher)"),
+    ("hydra/_internal/core_plugins/basic_sweeper.py", "hydra.sweeper", "Hydra's basic sweeper"),
+    ("hydra/_internal/core_plugins/basic_launcher.py", "hydra.launcher", "Hydra's basic launcher"),
+    ("hydra/_internal/utils.py", "the command line", "Hydra's command line"),
+    ("hydra/_internal/hydra.py", "the command line", "Hydra"),
+)
+_OURS = str(Path(__file__).resolve().parent.parent)
+
+
+def refused_setting(error: BaseException) -> Problem | None:
+    """A problem for an exception Hydra, a plugin or a library they hand the user's settings to raised
+    (an unknown logging level, ``n_jobs=0``, two flags that exclude each other), named by the settings
+    that reach that code; None when the innermost frame is ours (a bug of verl_roles)."""
+    frames = [frame.f_code.co_filename for frame, _ in traceback.walk_tb(error.__traceback__)]
+    if not frames or os.path.realpath(frames[-1]).startswith(_OURS):
+        return None
+    for filename in reversed(frames):
+        if os.path.realpath(filename).startswith(_OURS):
+            return None
+        for part, settings, component in _COMPONENTS:
+            if part in filename.replace(os.sep, "/"):
+                text = one_paragraph(str(error)) or type(error).__name__
+                them = "it" if settings == "the command line" else "them"
+                return Problem(
+                    key=settings,
+                    message=f"{component} refused {them}: {type(error).__name__}: {text}",
+                    fix="correct the setting it names (`python -m verl_roles.main --cfg hydra` shows Hydra's "
+                    "settings; `--hydra-help` the flags)",
+                )
+    return None
 
 
 def job_outcome(job_return: JobReturn) -> object:

@@ -113,6 +113,7 @@ class ConfigLoader(ConfigLoaderImpl):
         if problems:
             # Something this composition's own shipped files do not hold: ask every shipped option.
             problems = gate.hydra_problems(hydra, shipped_catalog(self.repository))
+        problems += gate.logging_problems(hydra)
         if problems:
             raise ConfigError([replace(p, origin=p.origin or self._file_setting(p.key)) for p in problems])
 
@@ -159,7 +160,7 @@ class ConfigLoader(ConfigLoaderImpl):
             return thaw(template)
         loaded = [(d, repo.load_config(config_path=str(d.config_path))) for d in defaults
                   if d.config_path is not None]
-        catalog = _catalog_of(result for _, result in loaded)
+        catalog = _catalog_of((d.package or "", result) for d, result in loaded)
         user_files = tuple(
             (d.package or "", _file_path(result, str(d.config_path)), copy.deepcopy(result.config))
             for d, result in loaded if result is not None and not is_shipped(result)
@@ -198,11 +199,13 @@ def _file_path(result: Any, config_path: str) -> str:
 
 
 def _catalog_of(results: Any) -> Catalog:
-    """The (slot, value) pairs of the code slots in the shipped ones of ``results`` (loaded configs)."""
+    """The (key, value) pairs of the code slots in the shipped ones of ``results`` ((package, loaded
+    config) pairs), each key at the package the config mounts at."""
     found: set[tuple[str, str]] = set()
-    for result in results:
+    for package, result in results:
         if result is not None and is_shipped(result):
-            found.update(slot.allowed_as for slot in gate.code_slots(result.config))
+            prefix = f"{package}." if package else ""
+            found.update(slot.allowed_as for slot in gate.code_slots(result.config, prefix))
     return frozenset(found)
 
 
@@ -225,7 +228,10 @@ def _shipped_catalog(key: object, repository: CachedRepository) -> Catalog:
         group = pending.pop()
         pending += [f"{group}/{sub}" for sub in repository.get_group_options(group, ObjectType.GROUP)]
         for option in repository.get_group_options(group, ObjectType.CONFIG):
-            results.append(repository.load_config(config_path=f"{group}/{option}"))
+            result = repository.load_config(config_path=f"{group}/{option}")
+            header = result.header.get("package") if result is not None else None
+            package = header or group.replace("/", ".")
+            results.append((package, result))
     return _catalog_of(results)
 
 

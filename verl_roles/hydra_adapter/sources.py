@@ -27,7 +27,7 @@ from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSou
 from omegaconf import DictConfig
 
 from verl_roles import containment
-from verl_roles.config_tree import CONF_DIR
+from verl_roles.config_tree import CONF_DIR, unreadable_folder
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.limits import read_config_file
 from verl_roles.omegaconf_adapter.yaml_dialect import header_line, key_lines, load_plain, load_yaml, to_config
@@ -51,7 +51,14 @@ def _file_stamp(res: Any) -> tuple[str, int, int] | None:
 
 class _Lookups:
     """Hydra's lookups of a name in a source, where a name the file system cannot hold (a part over 255
-    bytes, say) is simply no group and no config, not an OSError."""
+    bytes, say) is simply no group and no config, not an OSError; a group folder that cannot be listed
+    is one paragraph naming it."""
+
+    def list(self, config_path: str, results_filter: Any) -> list[str]:
+        try:
+            return list(super().list(config_path, results_filter))  # type: ignore[misc]
+        except PermissionError as error:
+            raise unreadable_folder(str(error.filename or config_path)) from None
 
     def is_group(self, config_path: str) -> bool:
         try:
@@ -101,6 +108,9 @@ class _FileSource(_Lookups, FileConfigSource):
     def load_config(self, config_path: str) -> ConfigResult:
         full_path = os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path)))
         if not os.path.exists(full_path):
+            folder = os.path.dirname(full_path)
+            if os.path.isdir(folder) and not os.access(folder, os.R_OK | os.X_OK):
+                raise unreadable_folder(folder)
             raise ConfigLoadError(f"Config not found : {full_path}")
         # A user's file: its kind, size and encoding are checked before it is parsed (verl_roles.limits),
         # and its shape before it is merged (verl_roles.containment). The shipped tree is ours.
@@ -135,8 +145,9 @@ def _check_user_file(config_path: str, file: str, text: str, header: dict, data:
     problem = containment.defaults_shape_problem(file, data, key_lines(text))
     if problem is not None:
         raise ConfigError([problem])
-    group = config_path.rpartition("/")[0]
-    if group in containment.ROLE_OPTION_SECTIONS:
+    # An option of a role group, also one in a sub-folder of it (`role/critic=sub/x`).
+    group = next((g for g in containment.ROLE_OPTION_SECTIONS if config_path.startswith(f"{g}/")), None)
+    if group is not None:
         problems = containment.role_option_problems(
             group, file, header.get("package"), data, key_lines(text), header_line(text)
         )
