@@ -49,6 +49,9 @@ NAME_LISTS = {
     "policy_loss_mode": "policy_loss_mode",
     "reward_manager": "reward_manager",
     "loss_agg_mode": "loss_agg_mode",
+    "tracking_backend": "tracking_backend",
+    "resume_mode": "resume_mode",
+    "warmup_style": "warmup_style",
 }
 
 _SCALARS = {"int": "int", "float": "float", "str": "str", "bool": "bool", "bytes": "str", "none": "None"}
@@ -187,10 +190,30 @@ def build(reference: Path = REFERENCE) -> dict[str, Any]:
         "generated_by": f"scripts/generate_verl_schema.py from tests/data/verl-{meta['verl_version']}/",
         "verl_version": meta["verl_version"],
         "engines": meta["engines"],
-        "names": {ours: list(enums[theirs]["values"]) for theirs, ours in sorted(NAME_LISTS.items())},
+        "names": {ours: list(enums[theirs]["values"]) for theirs, ours in sorted(NAME_LISTS.items())
+                  if "values" in enums.get(theirs, {})},
+        "strategies": strategies(meta["engines"], reference, enums),
         "targets": _by_engine(per_section),
         "types": types,
     }
+
+
+def strategies(engines: list[str], reference: Path, enums: dict[str, Any]) -> dict[str, list[str]]:
+    """engine -> the ``strategy`` values a role runs it with: what the class of the actor's engine block
+    asserts (``FSDPEngineConfig``: fsdp, fsdp2, fsdp_turbo), else the composed default alone."""
+    asserted = enums.get("engine_strategy", {}).get("values", {})
+    found: dict[str, list[str]] = {}
+    for engine in engines:
+        leaves = load(f"composition/{engine}.json", reference)["leaves"]
+        default = leaves.get("actor_rollout_ref.actor.strategy", {}).get("resolved")
+        block_classes = {
+            leaf["declared"]["class"] for path, leaf in leaves.items()
+            if path.startswith("actor_rollout_ref.actor.") and path.endswith(".strategy")
+            and path != "actor_rollout_ref.actor.strategy" and "class" in (leaf.get("declared") or {})
+        }
+        values = next((asserted[name] for name in sorted(block_classes) if name in asserted), None)
+        found[engine] = list(values) if values else [default]
+    return found
 
 
 def _targets_in(path: str, resolved: Any) -> list[tuple[str, str]]:

@@ -62,8 +62,6 @@ class Engine:
     lora_module_names: str | None = HF_MODULE_NAMES
     baseline_file: str = ""
     optimizer_file: str = ""
-    # The values of a role's ``strategy`` that run this engine (verl picks each role's worker by it).
-    strategies: tuple[str, ...] = ()
 
     def block(self, role: str) -> str:
         """The name of ``role``'s engine block inside the role's section."""
@@ -96,7 +94,6 @@ DP = Engine(
     model_parallel=(("ulysses_sequence_parallel_size", "{block}.ulysses_sequence_parallel_size"),),
     baseline_file="engine/fsdp.yaml",
     optimizer_file="optim/fsdp.yaml",
-    strategies=("fsdp", "fsdp2"),
 )
 
 MEGATRON = Engine(
@@ -131,7 +128,6 @@ MEGATRON = Engine(
     lora_module_names=MEGATRON_MODULE_NAMES,
     baseline_file="engine/megatron.yaml",
     optimizer_file="optim/megatron.yaml",
-    strategies=("megatron",),
 )
 
 TORCHTITAN = Engine(
@@ -158,7 +154,6 @@ TORCHTITAN = Engine(
     lora_module_names=None,
     baseline_file="engine/torchtitan.yaml",
     optimizer_file="optim/torchtitan.yaml",
-    strategies=("torchtitan",),
 )
 
 VEOMNI = Engine(
@@ -177,7 +172,6 @@ VEOMNI = Engine(
     topology=("fsdp_size", "ulysses_parallel_size", "expert_parallel_size"),
     baseline_file="engine/veomni.yaml",
     optimizer_file="optim/veomni.yaml",
-    strategies=("veomni",),
 )
 
 # Every engine of the model_engine group, the default first.

@@ -343,6 +343,11 @@ def converted_sections(engine: str) -> tuple[str, ...]:
     return tuple(path for path, engines in verl_reference()["converted"].items() if engine in engines)
 
 
+def engine_strategies(engine: str) -> tuple[str, ...]:
+    """The ``strategy`` values a role runs ``engine`` with (what verl's engine config asserts)."""
+    return tuple(verl_reference()["strategies"].get(engine, ()))
+
+
 def verl_names(kind: str) -> tuple[str, ...]:
     """One of verl's name lists (``adv_estimator``, ``policy_loss_mode``, ``reward_manager``,
     ``loss_agg_mode``), as frozen from verl 0.9.1."""

@@ -29,26 +29,28 @@ from verl_roles.rules.values import (
     role_name,
     trained_roles,
 )
+from verl_roles.schema import engine_strategies
 
 
 def strategies_match_the_engine(cfg: DictConfig) -> Iterable[Problem]:
     """Each role's ``strategy`` picks the worker verl builds it with; under ``model_engine=X`` it must be
     one that runs X, or the role would run another engine on X's settings."""
     chosen = engine_of(cfg)
+    allowed = engine_strategies(chosen.name)
     for role in ROLES:
         if not role.engine_block:
             continue
         key = f"{role.section}.strategy"
         value = get(cfg, key)
-        if value is UNSET or value in chosen.strategies:
+        if value is UNSET or value in allowed:
             continue
-        others = [e.name for e in ENGINE_TABLE if value in e.strategies]
+        others = [e.name for e in ENGINE_TABLE if value in engine_strategies(e.name)]
         switch = f"; to run {others[0]}, choose model_engine={others[0]} instead" if others else ""
         yield Problem(
             key=key,
             message=f"is {value!r}, but the config was composed with model_engine={chosen.name}: the role "
             f"would be built by another engine's worker from {chosen.name}'s blocks",
-            expected="one of " + ", ".join(chosen.strategies),
+            expected="one of " + ", ".join(allowed),
             fix=f"drop the override of {key} (model_engine sets it){switch}",
         )
 

@@ -18,6 +18,7 @@ from verl_roles.errors import Problem
 from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT
 from verl_roles.rules.values import UNSET, critic_in_use, engine_of, get, kl_in_reward, kl_loss, number
 from verl_roles.schema import verl_names
+from verl_roles.suggest import near_names
 
 # verl's ActorConfig checks loss_agg_mode against this list (frozen from verl 0.9.1); the critic's
 # loss aggregation raises on any other value when it first computes a loss.
@@ -49,6 +50,9 @@ class KnownSet:
     what: str
     used: Callable[[DictConfig], bool] = lambda cfg: True
     strip_plus: bool = False
+    # null is accepted (the setting is off); a list's items are checked one by one.
+    nullable: bool = False
+    each: bool = False
 
 
 ENUMS: tuple[KnownSet, ...] = (
@@ -61,31 +65,44 @@ ENUMS: tuple[KnownSet, ...] = (
     KnownSet(f"{ACTOR}.kl_loss_type", KL_ESTIMATORS, "a KL estimator (optionally with a trailing '+')",
              kl_loss, strip_plus=True),
     *(KnownSet(key, ROUTER_REPLAY_MODES, "a router replay mode") for key in ROUTER_REPLAY_KEYS),
+    # verl's RayPPOTrainer compares trainer.resume_mode with these; any other value resumes like `auto`.
+    KnownSet("trainer.resume_mode", verl_names("resume_mode"),
+             "a resume mode verl knows (it would resume like auto on any other)"),
+    # verl's Tracking asserts each logger backend; FSDPOptimizerConfig asserts a set warmup_style.
+    KnownSet("trainer.logger", verl_names("tracking_backend"), "a logger backend verl's Tracking has",
+             each=True),
+    *(KnownSet(f"{role}.optim.warmup_style", verl_names("warmup_style"), "a warmup style verl's optimizer "
+               "config accepts", nullable=True) for role in (ACTOR, CRITIC)),
 )
 
 
 def values_come_from_their_known_set(cfg: DictConfig) -> Iterable[Problem]:
-    from difflib import get_close_matches
-
     for known in ENUMS:
         value = get(cfg, known.key)
-        if value is UNSET or not known.used(cfg):
+        if value is UNSET or not known.used(cfg) or (value is None and known.nullable):
             continue
-        text = str(value)
-        if known.strip_plus:
-            text = text.removesuffix("+")
-        if value is not None and text in known.allowed:
-            continue
-        close = get_close_matches(text, known.allowed, n=1)
-        fix = f"did you mean {known.key}={close[0]}?" if close else f"set {known.key} to one of them"
-        yield Problem(
-            key=known.key,
-            message=f"is not {known.what}",
-            value=value,
-            show_value=True,
-            expected="one of " + ", ".join(known.allowed),
-            fix=fix,
-        )
+        items = list(value) if known.each and isinstance(value, ListConfig | list) else [value]
+        for item in items:
+            text = str(item)
+            if known.strip_plus:
+                text = text.removesuffix("+")
+            if item is not None and text in known.allowed:
+                continue
+            close = near_names(text, known.allowed, cutoff=0.6)
+            fix = f"did you mean {known.key}={close[0]}?" if close else f"set {known.key} to one of them"
+            yield Problem(
+                key=known.key,
+                message=(f"is not {known.what}" if item is value
+                         else f"names {item!r}, which is not {known.what}"),
+                value=_plain(value),
+                show_value=True,
+                expected="one of " + ", ".join(known.allowed),
+                fix=fix,
+            )
+
+
+def _plain(value: object) -> object:
+    return OmegaConf.to_container(value) if isinstance(value, ListConfig) else value
 
 
 # --- names verl looks up in registries users extend: a notice, never an error ----------------------
