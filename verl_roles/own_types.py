@@ -14,6 +14,8 @@ below ``<path>``.
 
 from __future__ import annotations
 
+from verl_roles import releases
+
 # (a) Our own keys: they exist in verl_roles only.
 OUR_KEYS: dict[str, str] = {
     # The common engine baselines every role block follows leaf by leaf (engine/<engine>.yaml): typed as
@@ -23,6 +25,8 @@ OUR_KEYS: dict[str, str] = {
     "torchtitan": "=actor_rollout_ref.actor.torchtitan",
     "veomni": "=actor_rollout_ref.actor.veomni",
     "megatron_config_path": "str | None",
+    # The verl release the config is written for (the verl_version group records its option here).
+    releases.VERSION_KEY: "Literal[" + ", ".join(f'"{r}"' for r in releases.supported()) + "]",
     "actor_critic_same_topology": "bool",
     # The one structured LoRA block per model (verl has an untyped `lora` mapping next to its flat
     # lora_rank / lora_alpha / target_modules / exclude_modules). Types follow what the engines read:

@@ -20,10 +20,12 @@ from hydra.core.override_parser.types import OverrideType
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
+from verl_roles import releases
 from verl_roles.cmdline import CommandLine
 from verl_roles.config_tree import is_internal_group
 from verl_roles.errors import ConfigError, Problem, config_files_origin, one_paragraph, yaml_problem
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES, SELECTABLE_GROUPS
+from verl_roles.releases import DEFAULT_RELEASE, VERSION_KEY, is_supported
 from verl_roles.schema import declared_types
 from verl_roles.suggest import is_near, near_names
 
@@ -205,6 +207,10 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
     engine_only = engine_only_problem(key, command, knowledge, origin)
     if engine_only is not None:
         return engine_only
+    release = command.release()
+    elsewhere = releases.elsewhere_problem_text(key, release, command.chose(releases.VERSION_KEY))
+    if elsewhere is not None:
+        return Problem(key=key, message=elsewhere[0], origin=origin, fix=elsewhere[1])
     guesses = knowledge.suggestions(key, override.value() if override is not None else None)
     if len(guesses) == 1:
         fix = f"did you mean `{guesses[0]}`? Write `{guesses[0]}={value}`; "
@@ -309,6 +315,8 @@ class KeyKnowledge:
         chosen = (k.partition("=")[2] for k in base if k.startswith(f"{ENGINE_KEY}="))
         default_engine = next(chosen, DEFAULT_ENGINE)
         self.engine = command.engine(default_engine)
+        chosen = command.group_choices().get(VERSION_KEY)
+        self.release = chosen if is_supported(chosen) else DEFAULT_RELEASE
         self._keys[self.engine] = {k for k in base if "=" not in k}
 
     @property
@@ -359,7 +367,7 @@ class KeyKnowledge:
         may be several); then the nearest anywhere."""
         keys = self.keys_for(self.engine)
         parent, _, leaf = key.rpartition(".")
-        types = declared_types(self.engine)
+        types = declared_types(self.engine, self.release)
 
         def fits(candidate: str) -> bool:
             declared = types.get(candidate)

@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 
 from verl_roles.errors import Problem
 from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLES_BY_NAME, ROLLOUT
+from verl_roles.releases import release_of
 from verl_roles.rules.tables import ULYSSES
 from verl_roles.rules.values import (
     UNSET,
@@ -36,7 +37,8 @@ def strategies_match_the_engine(cfg: DictConfig) -> Iterable[Problem]:
     """Each role's ``strategy`` picks the worker verl builds it with; under ``model_engine=X`` it must be
     one that runs X, or the role would run another engine on X's settings."""
     chosen = engine_of(cfg)
-    allowed = engine_strategies(chosen.name)
+    release = release_of(cfg)
+    allowed = engine_strategies(chosen.name, release)
     for role in ROLES:
         if not role.engine_block:
             continue
@@ -44,7 +46,7 @@ def strategies_match_the_engine(cfg: DictConfig) -> Iterable[Problem]:
         value = get(cfg, key)
         if value is UNSET or value in allowed:
             continue
-        others = [e.name for e in ENGINE_TABLE if value in engine_strategies(e.name)]
+        others = [e.name for e in ENGINE_TABLE if value in engine_strategies(e.name, release)]
         switch = f"; to run {others[0]}, choose model_engine={others[0]} instead" if others else ""
         yield Problem(
             key=key,
