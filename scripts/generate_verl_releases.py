@@ -179,6 +179,7 @@ def frozen_releases() -> list[str]:
 
 def build(reference: Path, trees: dict[str, OurTree], every_release: dict[str, set[str]]) -> dict[str, Any]:
     meta = dict(load("meta.json", reference))
+    verl_engines = list(meta["engines"])
     meta["engines"] = [engine for engine in meta["engines"] if engine in ENGINES]
     _ENGINES[:] = meta["engines"]
     dataclasses = load("types.json", reference)["dataclasses"]
@@ -221,6 +222,7 @@ def build(reference: Path, trees: dict[str, OurTree], every_release: dict[str, s
         "layer": layers,
         "verl_version": meta["verl_version"],
         "engines": meta["engines"],
+        "verl_engines": verl_engines,
         "leaves": sorted({path for engine in meta["engines"]
                           for path in load(f"composition/{engine}.json", reference)["leaves"]}),
         "names": {ours: list(enums[theirs]["values"]) for theirs, ours in sorted(NAME_LISTS.items())

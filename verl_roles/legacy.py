@@ -60,7 +60,7 @@ class LegacyKey:
 
     ``section`` marks a whole section that moved: every key under ``old`` moves under ``new``.
     ``convert`` translates the value when the two spellings differ in meaning (None: unchanged).
-    ``shipped``: the old key is in our config with a null value, as in verl 0.9.1's own config (its
+    ``shipped``: the old key is in our config with a null value, as in verl's own config (its
     legacy reward sections); null there means unset, and the key stays (null) once its value moved.
     ``open_target``: the current key is not in the config (``reward.reward_kwargs``, added with
     ``+``), so a ``+`` typed with the old key is kept.
@@ -109,7 +109,7 @@ _REWARD_REASON = (
 )
 
 # verl's legacy reward keys (trainer/config/legacy_reward_impl.yaml since 0.8.0, null in our config too)
-# and the Jan-2026 ones (reward_model/*.yaml, reward_manager.yaml), each where verl 0.9.1 reads it
+# and the Jan-2026 ones (reward_model/*.yaml, reward_manager.yaml), each where verl reads it
 # (experimental/reward_loop/reward_loop.py migrate_legacy_reward_impl maps the same keys, but only the
 # fully-async entry point calls it). Moved key by key: a section set in part keeps the current
 # defaults for the rest (custom_reward_function.name stays compute_score, as in Jan 2026).
@@ -218,7 +218,7 @@ _RM_WORKER = (
     "tensor_model_parallel_size)"
 )
 
-# Jan-2026 reward-model keys verl 0.9.1 has nothing for (and two of verl 0.9.1's own legacy keys its
+# Jan-2026 reward-model keys no supported verl has anything for (and two of verl's own legacy keys its
 # migration ignores). Documented in the README ("Legacy keys").
 REMOVED_KEYS: tuple[RemovedKey, ...] = (
     RemovedKey(

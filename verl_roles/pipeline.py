@@ -129,11 +129,11 @@ def finalize(
         notices=NOTICES,
         followed=followed,
     )
-    # verl 0.9.1's McoreEngineConfig turns sequence_parallel off at tensor parallel size 1: write that.
+    # verl's McoreEngineConfig turns sequence_parallel off at tensor parallel size 1: write that.
     sequence_parallel_report = write_effective_sequence_parallel(resolved, inputs.command, followed)
     if observe is not None:
         observe(sequence_parallel_report, resolved)
-    # verl 0.9.1's FSDP and VeOmni engines read LoRA from flat keys: write them, derived from the block.
+    # verl's FSDP and VeOmni engines read LoRA from flat keys: write them, derived from the block.
     flat_report = add_flat_lora_keys(resolved)
     if observe is not None:
         observe(flat_report, resolved)

@@ -63,6 +63,11 @@ def surface(release: str) -> frozenset[str]:
     return frozenset(leaves) | {".".join(p.split(".")[:i]) for p in leaves for i in range(1, p.count(".") + 1)}
 
 
+def with_engine(engine: str) -> tuple[str, ...]:
+    """The supported releases that ship the verl engine ``engine`` (an option of verl's model_engine)."""
+    return tuple(r for r in supported() if engine in reference(r).get("verl_engines", ()))
+
+
 def has_key(release: str, path: str) -> bool:
     """Whether ``path`` is a key (a leaf or a section) of ``release``'s composed config."""
     return path in surface(release)

@@ -28,6 +28,7 @@ from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINE
 from verl_roles.releases import DEFAULT_RELEASE, VERSION_KEY, is_supported
 from verl_roles.schema import declared_types
 from verl_roles.suggest import is_near, near_names
+from verl_roles.verl_differences import ENGINES_NOT_OFFERED
 
 LIBRARY_ERRORS = (ConfigCompositionException, OmegaConfBaseException, OverrideParseException, yaml.YAMLError)
 
@@ -174,6 +175,16 @@ def _missing_option_problem(error: MissingConfigException, command: CommandLine)
     if is_internal_group(group):
         return _internal_group_problem(group, option, command.origin_of(group), command)
     options = sorted(str(o) for o in error.options or ())
+    if group == ENGINE_KEY and option in ENGINES_NOT_OFFERED:
+        shipping = " and ".join(f"verl {r}" for r in releases.with_engine(option)) or "verl"
+        return Problem(
+            key=group,
+            message=f"has no option {option!r}: the {option} engine of {shipping} is not one verl_roles offers "
+            f"({ENGINES_NOT_OFFERED[option]})",
+            expected="one of " + ", ".join(options) if options else "",
+            origin=command.origin_of(group),
+            fix=f"run it with verl's own config (python -m verl.trainer.main_ppo), or pick one of {', '.join(options)}",
+        )
     close = difflib.get_close_matches(option, options, n=1)
     fix = f"did you mean `{group}={close[0]}`?" if close else ""
     if not fix and options:
