@@ -475,6 +475,9 @@ def test_verl_runs_what_verl_roles_writes(name: str, acceptance: Acceptance) -> 
     if failures and failures[0].step == "compose" and deliberate_refusal(name, failures[0].error):
         return  # refused on purpose: verl would fail on it after Ray starts (the row says why)
     verdict, control_failed = control_verdict(acceptance.results["cases"][name])
+    if verdict == "cannot compose" and [f.step for f in failures] == ["compose"]:
+        pytest.skip(f"verl {RELEASE}'s own tree cannot compose these overrides either: "
+                    f"{control_failed.get('entry_point', '')}")
     if verdict == "refuses":
         pytest.skip(f"verl {RELEASE} refuses these overrides too: {control_failed.get('entry_point', '')}")
     required = [failure for failure in failures if failure.step not in control_failed]

@@ -1,4 +1,4 @@
-"""verl 0.9.1's PPO entry point up to the moment it would start Ray, and not one step further.
+"""verl's PPO entry point up to the moment it would start Ray, and not one step further.
 
 ``python -m verl.trainer.main_ppo ARGS`` loads its config with Hydra, validates it and hands it to
 ``run_ppo``, which starts Ray. This module runs that same ``main`` with ``run_ppo`` alone replaced by
@@ -43,8 +43,10 @@ def run_until_ray(argv: list[str]) -> Reached:
 
     calls: list[Reached] = []
 
-    def record(config: Any, task_runner_class: Any) -> None:
-        calls.append(Reached(config=config, task_runner=_class_name(task_runner_class)))
+    def record(config: Any, task_runner_class: Any = None) -> None:
+        # verl 0.8.0's main calls run_ppo(config) and run_ppo then uses its TaskRunner; later ones pass it.
+        runner = "TaskRunner" if task_runner_class is None else _class_name(task_runner_class)
+        calls.append(Reached(config=config, task_runner=runner))
 
     original, saved_argv = main_ppo.run_ppo, sys.argv
     main_ppo.run_ppo = record
