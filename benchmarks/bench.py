@@ -2,25 +2,28 @@
 
     python benchmarks/bench.py            # everything (about a minute on 2 cores)
     python benchmarks/bench.py --quick    # fewer repetitions, a 16-point sweep
+    python benchmarks/bench.py --verl-python /venvs/verl-0.9.1/bin/python --verl-python /venvs/verl-0.8.0/bin/python
 
-Prints, each as a ratio to its reference where the issue sets a target:
+Prints, each as a ratio to its reference where an issue sets a target:
 
 - CLI end to end (``python -m verl_roles.main model_engine=megatron``) against a bare Hydra
-  hello-world app, both as fresh processes, next to the same command with stock Hydra composition
-  (``VERL_ROLES_NO_CACHE=1``);
-- in-process ``verl_roles.compose`` of the megatron config, median of repeated calls with different
-  overrides, split into compose / legacy+roles / resolve / validate (target <= 60 ms), next to stock
-  Hydra composition (``VERL_ROLES_NO_CACHE=1``) in the same process;
+  hello-world app (target <= 2.3x) and a plain Hydra app composing and resolving our own conf/ tree,
+  all as fresh processes;
+- in-process ``verl_roles.compose`` of the megatron config for every supported verl release
+  (``verl_version=R``), median of repeated calls with different overrides, split into compose / the
+  steps after it (legacy, roles, resolve, validate), next to Hydra's own compose API on conf/ (no
+  caches, no gate, no steps) plus ``OmegaConf.resolve`` in the same process;
 - every snapshot of ``_generated/`` rendered in-process, and ``generate_trainer_config.sh --check``
   end to end (target < 2 s);
 - a 64-point sweep with Hydra's basic launcher (and joblib when installed): jobs per second and the
   per-job time on top of one in-process compose;
-- with ``--verl-python PYTHON`` (a Python where verl is installed, e.g. a venv with ``verl==0.9.1``): verl's
-  own compose + resolve of its ``ppo_trainer`` (``model_engine=megatron``, different overrides each
-  call), timed in-process in a child process of that Python, and our in-process compose as a ratio of it
-  (target <= 0.15x); and, next to the CLI, a plain Hydra app over verl's own config tree (compose and
-  resolve ``ppo_trainer`` with ``model_engine=megatron``, verl not imported) as a fresh process of that
-  Python (target: ours about 0.6x of it).
+- with ``--verl-python PYTHON`` (repeatable: a Python where a verl release is installed, e.g. a venv of
+  ``verl_roles[verl-0-8-0]``): that release's own compose + resolve of its ``ppo_trainer``
+  (``model_engine=megatron``, different overrides each call), timed in-process in a child process of
+  that Python, and our in-process compose for the same release as a ratio of it (target <= 0.15x);
+  and, next to the CLI, a plain Hydra app over that verl's own config tree (compose and resolve
+  ``ppo_trainer`` with ``model_engine=megatron``, verl not imported) as a fresh process of that Python
+  (target: ours <= 0.7x of it).
 
 Child processes run as on a user's machine: with a bytecode cache (``PYTHONPYCACHEPREFIX`` in the
 benchmark's temporary folder, even where ``PYTHONDONTWRITEBYTECODE=1`` is set, as in some sandboxes;
@@ -48,6 +51,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A plain Hydra app over our own conf/ tree: what Hydra alone costs for the config we compose.
+OUR_TREE_APP = '''
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+
+@hydra.main(version_base=None, config_path=CONF, config_name="ppo_trainer")
+def app(cfg: DictConfig) -> None:
+    OmegaConf.resolve(cfg)
+
+
+if __name__ == "__main__":
+    app()
+'''
 
 HELLO_APP = '''
 import hydra
@@ -100,7 +118,7 @@ def timed(action: Callable[[], object]) -> float:
 # Set by main() for every child process: unless --inherit-bytecode-settings, a bytecode cache in the
 # benchmark's temporary folder.
 CHILD_SETTINGS: dict[str, str] = {}
-_DROPPED = ("HYDRA_FULL_ERROR", "VERL_ROLES_NO_CACHE")
+_DROPPED = ("HYDRA_FULL_ERROR",)
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -129,28 +147,28 @@ def row(label: str, value: str, note: str = "") -> None:
 # --- CLI end to end -------------------------------------------------------------------------------
 
 
-def bench_cli(work: Path, repeats: int, verl_python: str | None) -> None:
+def bench_cli(work: Path, repeats: int, verl_pythons: dict[str, str]) -> None:
     print("CLI end to end (fresh process each, median of", repeats, "runs after one warm-up run each)")
     hello = work / "hello"
     hello.mkdir()
     (hello / "app.py").write_text(textwrap.dedent(HELLO_APP), encoding="utf-8")
     (hello / "config.yaml").write_text("# The name to greet.\nname: world\n", encoding="utf-8")
+    (work / "our_tree_app.py").write_text(
+        textwrap.dedent(OUR_TREE_APP).replace("CONF", repr(str(REPO / "conf"))), encoding="utf-8")
     python = sys.executable
-
-    def ours(run_dir: str, **env: str) -> tuple[list[str], dict[str, str]]:
-        args = [python, "-m", "verl_roles.main", "model_engine=megatron", f"hydra.run.dir={work / run_dir}"]
-        return args, child_env(**env)
-
     commands = {
         "hello": ([python, str(hello / "app.py"), f"hydra.run.dir={work / 'h'}"], child_env()),
-        "ours": ours("o"),
-        "stock": ours("s", VERL_ROLES_NO_CACHE="1"),
+        "ours": ([python, "-m", "verl_roles.main", "model_engine=megatron", f"hydra.run.dir={work / 'o'}"],
+                 child_env()),
+        "our_tree": ([python, str(work / "our_tree_app.py"), "model_engine=megatron",
+                      f"hydra.run.dir={work / 't'}"], child_env()),
     }
-    if verl_python:
+    if verl_pythons:
         (work / "verl_tree_app.py").write_text(textwrap.dedent(VERL_TREE_APP), encoding="utf-8")
-        commands["verl_tree"] = (
+    for release, verl_python in verl_pythons.items():
+        commands[f"verl {release}"] = (
             [verl_python, str(work / "verl_tree_app.py"), "model_engine=megatron",
-             "actor_rollout_ref.rollout.name=vllm", f"hydra.run.dir={work / 'v'}"],
+             "actor_rollout_ref.rollout.name=vllm", f"hydra.run.dir={work / ('v' + release)}"],
             child_env(),
         )
     for args, env in commands.values():  # fills the bytecode cache
@@ -161,73 +179,69 @@ def bench_cli(work: Path, repeats: int, verl_python: str | None) -> None:
             samples[name].append(run_process(args, work, env))
     hello_ms = median_ms(samples["hello"])
     ours_ms = median_ms(samples["ours"])
-    stock_ms = median_ms(samples["stock"])
+    tree_ms = median_ms(samples["our_tree"])
     row("bare Hydra hello world", f"{hello_ms:.0f} ms")
     row("python -m verl_roles.main model_engine=megatron", f"{ours_ms:.0f} ms",
-        f"ratio {ours_ms / hello_ms:.2f}x")
-    row("  same, stock Hydra loader (VERL_ROLES_NO_CACHE=1)", f"{stock_ms:.0f} ms",
-        f"ratio {stock_ms / hello_ms:.2f}x")
-    if verl_python:
-        verl_tree_ms = median_ms(samples["verl_tree"])
-        row("plain Hydra app composing verl's own tree (megatron)", f"{verl_tree_ms:.0f} ms")
-        row("  verl_roles.main / that app", f"{ours_ms / verl_tree_ms:.2f}x", "target about 0.6x")
+        f"ratio {ours_ms / hello_ms:.2f}x (target <= 2.3x)")
+    row("plain Hydra app composing our conf/ (megatron)", f"{tree_ms:.0f} ms",
+        f"verl_roles.main / it: {ours_ms / tree_ms:.2f}x")
+    for release in verl_pythons:
+        verl_tree_ms = median_ms(samples[f"verl {release}"])
+        row(f"plain Hydra app composing verl {release}'s own tree (megatron)", f"{verl_tree_ms:.0f} ms")
+        row("  verl_roles.main / that app", f"{ours_ms / verl_tree_ms:.2f}x", "target <= 0.7x")
 
 
 # --- in-process compose ---------------------------------------------------------------------------
 
 
-def bench_compose(repeats: int) -> float:
+def bench_compose(repeats: int) -> dict[str, float]:
+    """Median ms of ``verl_roles.compose`` per supported release, and its split and reference."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from omegaconf import OmegaConf
+
     import verl_roles
-    from verl_roles import legacy, pipeline
+    from verl_roles import legacy, releases
+    from verl_roles.api import compose_with_choices, step_inputs
     from verl_roles.cmdline import CommandLine
-    from verl_roles.hydra_adapter.loader import NO_CACHE_ENV, compose_raw, compose_with_choices, stock_config
-    from verl_roles.layout import PRIMARY_CONFIG
-    from verl_roles.roles import apply_roles
-    from verl_roles.rules import RULES, validate
+    from verl_roles.pipeline import finalize
 
-    def overrides(i: int) -> list[str]:
-        return ["model_engine=megatron", f"critic.optim.lr={i + 1}e-6", f"trainer.total_epochs={i + 1}"]
+    def overrides(i: int, release: str) -> list[str]:
+        return ["model_engine=megatron", releases.choice(release), f"critic.optim.lr={i + 1}e-6",
+                f"trainer.total_epochs={i + 1}"]
 
-    def split_once(i: int) -> dict[str, float]:
+    def split_once(i: int, release: str) -> dict[str, float]:
         times = {}
         start = time.perf_counter()
-        command = legacy.read_command_line(CommandLine.of(overrides(i))).command
+        command = legacy.read_command_line(CommandLine.of(overrides(i, release))).command
         cfg, choices = compose_with_choices(command.config_name, command.texts())
         times["compose"] = time.perf_counter() - start
         start = time.perf_counter()
-        legacy.normalize_config(cfg, command, stock_config)
-        report = apply_roles(cfg, command, choices)
-        times["legacy+roles"] = time.perf_counter() - start
-        start = time.perf_counter()
-        resolved = pipeline.resolve(cfg)
-        times["resolve"] = time.perf_counter() - start
-        start = time.perf_counter()
-        validate(resolved, RULES, extra=report.problems)
-        times["validate"] = time.perf_counter() - start
+        finalize(cfg, step_inputs(command, choices))
+        times["steps (legacy, roles, resolve, validate)"] = time.perf_counter() - start
         return times
 
     print(f"In-process verl_roles.compose, megatron, different overrides each call (median of {repeats})")
-    verl_roles.compose(overrides(repeats))  # the first call fills the caches
-    total = [timed(lambda i=i: verl_roles.compose(overrides(i))) for i in range(repeats)]
-    splits = [split_once(i) for i in range(repeats)]
-    total_ms = median_ms(total)
-    row("verl_roles.compose", f"{total_ms:.1f} ms", "target <= 60 ms")
-    for step in ("compose", "legacy+roles", "resolve", "validate"):
-        row(f"  {step}", f"{median_ms([s[step] for s in splits]):.1f} ms")
+    found: dict[str, float] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for release in releases.supported():
+            verl_roles.compose(overrides(repeats, release))  # the first call fills the caches
+            total = [timed(lambda i=i: verl_roles.compose(overrides(i, release))) for i in range(repeats)]
+            splits = [split_once(i, release) for i in range(repeats)]
+            found[release] = median_ms(total)
+            row(f"verl_roles.compose, verl_version={release}", f"{found[release]:.1f} ms", "target <= 60 ms")
+            for step in splits[0]:
+                row(f"  {step}", f"{median_ms([s[step] for s in splits]):.1f} ms")
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base=None):
+            def stock(i: int) -> None:
+                OmegaConf.resolve(hydra_compose("ppo_trainer", overrides=overrides(i, releases.DEFAULT_RELEASE)))
 
-    os.environ[NO_CACHE_ENV] = "1"
-    try:
-        stock_runs = max(3, repeats // 5)
-        stock = [timed(lambda i=i: verl_roles.compose(overrides(i))) for i in range(stock_runs)]
-        stock_raw = [timed(lambda i=i: compose_raw(PRIMARY_CONFIG, overrides(i))) for i in range(stock_runs)]
-    finally:
-        del os.environ[NO_CACHE_ENV]
-    cached_raw = [timed(lambda i=i: compose_raw(PRIMARY_CONFIG, overrides(i))) for i in range(repeats)]
-    row("  same, stock Hydra loader (VERL_ROLES_NO_CACHE=1)", f"{median_ms(stock):.1f} ms",
-        f"{median_ms(stock) / total_ms:.1f}x slower")
-    row("  Hydra composition alone: cached / stock", f"{median_ms(cached_raw):.1f} ms",
-        f"stock {median_ms(stock_raw):.1f} ms")
-    return total_ms
+            stock(repeats)
+            reference = median_ms([timed(lambda i=i: stock(i)) for i in range(repeats)])
+    row("Hydra's compose API on conf/ + OmegaConf.resolve (no gate, no steps)", f"{reference:.1f} ms",
+        f"verl_roles.compose ({releases.DEFAULT_RELEASE}) / it: {found[releases.DEFAULT_RELEASE] / reference:.2f}x")
+    return found
 
 
 # --- verl's own composition ------------------------------------------------------------------------
@@ -259,8 +273,16 @@ print("verl", verl.__version__, file=sys.stderr)
 """
 
 
-def bench_verl_reference(verl_python: str, repeats: int, compose_ms: float) -> None:
-    print("verl's own compose + resolve in-process, megatron, different overrides each call "
+def installed_release(verl_python: str) -> str:
+    probe = "import importlib.metadata as m; print(m.version('verl'))"
+    done = subprocess.run([verl_python, "-c", probe], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"--verl-python {verl_python}: no verl there ({done.stderr.strip()[-200:]})")
+    return done.stdout.strip()
+
+
+def bench_verl_reference(verl_python: str, release: str, repeats: int, compose_ms: dict[str, float]) -> None:
+    print(f"verl {release}'s own compose + resolve in-process, megatron, different overrides each call "
           f"(median of {repeats})")
     done = subprocess.run(
         [verl_python, "-c", VERL_COMPOSE, str(repeats)],
@@ -271,9 +293,12 @@ def bench_verl_reference(verl_python: str, repeats: int, compose_ms: float) -> N
         row(f"verl could not be composed with {verl_python}", "-", last_line)
         return
     verl_ms = statistics.median(float(line) for line in done.stdout.split())
-    version = done.stderr.strip().splitlines()[-1]
-    row(f"  {version}: compose + resolve", f"{verl_ms:.1f} ms")
-    row("  verl_roles.compose / verl's", f"{compose_ms / verl_ms:.2f}x", "target <= 0.15x")
+    row(f"  verl {release}: compose + resolve", f"{verl_ms:.1f} ms")
+    if release in compose_ms:
+        row(f"  verl_roles.compose (verl_version={release}) / verl's", f"{compose_ms[release] / verl_ms:.2f}x",
+            "target <= 0.15x")
+    else:
+        row(f"  verl {release} is not a release verl_roles supports", "-")
 
 
 # --- snapshots ------------------------------------------------------------------------------------
@@ -341,7 +366,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--verl-python",
         metavar="PYTHON",
-        help="a Python where verl is installed: time verl's own compose + resolve as the reference of ours",
+        action="append",
+        default=[],
+        help="a Python where a verl release is installed: time its own compose + resolve as the reference "
+        "of ours for that release (repeatable, one per release)",
     )
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 25
@@ -355,12 +383,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             CHILD_SETTINGS["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
         inherited = f"inherited (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})"
         print("bytecode:", inherited if args.inherit_bytecode_settings else "children keep a bytecode cache")
-        bench_cli(work, cli_repeats, args.verl_python)
+        verl_pythons = {installed_release(python): python for python in args.verl_python}
+        bench_cli(work, cli_repeats, verl_pythons)
         compose_ms = bench_compose(repeats)
-        if args.verl_python:
-            bench_verl_reference(args.verl_python, repeats, compose_ms)
+        for release, python in verl_pythons.items():
+            bench_verl_reference(python, release, repeats, compose_ms)
         bench_snapshots(work, max(3, repeats // 5))
-        bench_sweep(work, 16 if args.quick else 64, compose_ms)
+        from verl_roles import releases
+
+        bench_sweep(work, 16 if args.quick else 64, compose_ms[releases.DEFAULT_RELEASE])
     return 0
 
 

@@ -586,7 +586,20 @@ def test_verls_own_tree_with_the_launch_essentials_passes_every_step(acceptance:
 def test_results_are_byte_identical_for_the_same_command_line(acceptance: Acceptance) -> None:
     for twin, name in TWINS.items():
         first, again = (json.dumps(acceptance.results["cases"][key], sort_keys=True) for key in (name, twin))
-        assert again == first, f"{name}: composed and checked twice, different results"
+        differing = list(differences(acceptance.results["cases"][name], acceptance.results["cases"][twin]))
+        assert again == first, f"{name}: composed and checked twice, different results:\n" + "\n".join(differing)
+
+
+def differences(first: Any, again: Any, path: str = "") -> Any:
+    """``path: first | again`` for every leaf where two results differ."""
+    if isinstance(first, dict) and isinstance(again, dict):
+        for key in sorted(set(first) | set(again)):
+            yield from differences(first.get(key), again.get(key), f"{path}.{key}")
+    elif isinstance(first, list) and isinstance(again, list) and len(first) == len(again):
+        for index, (a, b) in enumerate(zip(first, again, strict=True)):
+            yield from differences(a, b, f"{path}[{index}]")
+    elif first != again:
+        yield f"{path}: {json.dumps(first)[:300]} | {json.dumps(again)[:300]}"
 
 
 def test_every_known_failure_row_still_matches_a_failure(acceptance: Acceptance) -> None:
