@@ -268,7 +268,8 @@ TWINS = {f"{name} (again)": name for name in ("variant:_generated_ppo_megatron_t
 CASES_BY_NAME = {case.name: case for case in CASES}
 CASE_NAMES = list(CASES_BY_NAME)
 CHECKED = CASES + [
-    Case(twin, CASES_BY_NAME[name].args, CASES_BY_NAME[name].files) for twin, name in TWINS.items()
+    Case(twin, CASES_BY_NAME[name].args, CASES_BY_NAME[name].files, CASES_BY_NAME[name].control_args)
+    for twin, name in TWINS.items()
 ]
 
 
