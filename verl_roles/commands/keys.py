@@ -18,8 +18,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import paths
 from verl_roles.api import compose_with_choices, defaults_files, step_inputs
-from verl_roles.cmdline import CONFIG_FLAGS, HELP, CommandLine, FlagSpec
-from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
+from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.commands.show import matches
 from verl_roles.config_tree import ConfigTree
 from verl_roles.errors import ConfigError, Problem
@@ -31,21 +31,35 @@ from verl_roles.role_table import cell
 from verl_roles.schema import declared_types
 from verl_roles.wording import LIBRARY_ERRORS, raise_translated
 
-USAGE = """usage: verl-roles keys [GLOB...] [--config-name NAME] [--config-dir DIR] [overrides...]
 
+def _list(invocation: Invocation) -> None:
+    line = invocation.line
+    patterns = [word.text for word in line.bare_words()]
+    sys.stdout.write(listing(line.rewritten(lambda o: [] if o.is_bare_word else None), patterns))
+
+
+COMMAND = Command(
+    name="keys",
+    summary="list keys with their type, default and the comment above them in conf/: keys [GLOB|WORD]",
+    action=_list,
+    flags=CONFIG_FLAGS,
+    words=Words.KEYS,
+    arguments="[GLOB|WORD...] [overrides...]",
+    about="""\
 List the keys of the config that match GLOB (every key without one): each with its type, its default
 and the comment above it in the config files. GLOB uses * and ? as in the shell and matches the whole
-dotted key; a section's name matches every key under it. Overrides choose what is composed, e.g.
+dotted key; a section's name matches every key under it. A plain WORD that is no key searches: every
+key whose name or comment holds it (case does not matter). Overrides choose what is composed, e.g.
 model_engine=megatron for the Megatron keys, role/critic=NAME for a role option of your --config-dir.
 The default is what the config files give (an interpolation as written, then its value); the final
-values of a run are what `verl-roles show` prints.
-
-examples:
-  verl-roles keys '*.optim.lr'
-  verl-roles keys 'megatron.*parallel*' model_engine=megatron
-  verl-roles keys critic.megatron model_engine=megatron"""
-
-FLAGS: tuple[FlagSpec, ...] = (HELP, *CONFIG_FLAGS)
+values of a run are what `verl-roles show` prints.""",
+    examples=(
+        "verl-roles keys '*.optim.lr'",
+        "verl-roles keys kl",
+        "verl-roles keys 'megatron.*parallel*' model_engine=megatron",
+        "verl-roles keys critic.megatron model_engine=megatron",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -67,26 +81,6 @@ class KeyEntry:
 
 
 _UNRESOLVED = object()
-
-
-def run(args: list[str]) -> int:
-    """The ``verl-roles keys`` command."""
-    args = list(args)
-    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
-        print(USAGE)
-        return 0
-    return run_reporting_errors(lambda: sys.stdout.write(listing(*parse_args(args))), args)
-
-
-def parse_args(args: Sequence[str]) -> tuple[CommandLine, list[str]]:
-    """The command line to compose and the key patterns (the arguments without ``=``)."""
-    command = CommandLine.parse(args, FLAGS)
-    problems = command.flag_problems("keys")
-    if problems:
-        raise ConfigError(problems)
-    patterns = [word.text for word in command.bare_words()]
-    rest = command.rewritten(lambda o: [] if o.is_bare_word else None)
-    return rest, patterns
 
 
 def key_entries(command: CommandLine) -> list[KeyEntry]:

@@ -19,56 +19,50 @@ from omegaconf import OmegaConf
 
 from verl_roles import paths
 from verl_roles.api import compose
-from verl_roles.cmdline import CFG, CONFIG_FLAGS, HELP, INFO, PACKAGE, REQUIRED, CommandLine, FlagSpec
-from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.cmdline import CFG, CONFIG_FLAGS, INFO, PACKAGE, REQUIRED, CommandLine, FlagSpec
+from verl_roles.commands.shell import Command, Invocation
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_lines
 from verl_roles.run_files import run_files
 from verl_roles.write_protocol import write_atomic
 
-USAGE = """usage: verl-roles show [--role ROLE] [--keys GLOB]... [--config-name NAME] [--config-dir DIR]
-                        [overrides...]
+ROLE = FlagSpec(
+    ("--role",), REQUIRED, tuple(ROLE_SECTIONS), value_name="a role", metavar="ROLE",
+    help=f"only that role's section, exactly roles/ROLE.yaml ({', '.join(ROLE_SECTIONS)})",
+)
+KEYS = FlagSpec(
+    ("--keys",), REQUIRED, value_name="a key pattern", metavar="GLOB", repeatable=True,
+    help="one `key: value` line per key matching GLOB (* and ? as in the shell; a section's name matches "
+    "every key under it; a key near a plain name is suggested when none matches); repeat it for several "
+    "patterns. Keys are relative to --role when given",
+)
 
+
+def _show(invocation: Invocation) -> None:
+    line = invocation.line
+    role = invocation.value(ROLE)
+    if role is not None and role not in ROLE_SECTIONS:
+        raise ConfigError([Problem(key="--role", message=f"{role!r} is not a role",
+                                   expected="one of " + ", ".join(ROLE_SECTIONS))])
+    sys.stdout.write(show(line))
+
+
+COMMAND = Command(
+    name="show",
+    summary="the config the main job runs with (its resolved.yaml), or one role or some keys of it",
+    action=_show,
+    flags=(ROLE, KEYS, *CONFIG_FLAGS),
+    about="""\
 Print the config the main job runs with for these overrides: exactly the resolved.yaml it writes
 (after legacy keys, role options and the megatron_config_path slime file are applied, and after
-validation; an invalid config is reported as the main job reports it, exit code 2).
-
-  --role ROLE   only that role's section, exactly roles/ROLE.yaml (actor, critic, ref, rollout)
-  --keys GLOB   one `key: value` line per key matching GLOB (* and ? as in the shell; a section's
-                name matches every key under it); repeat it for several patterns. Keys are relative
-                to --role when given.
-
-examples:
-  verl-roles show model_engine=megatron megatron.tensor_model_parallel_size=2
-  verl-roles show --role critic model_engine=megatron megatron_config_path=roles.yaml
-  verl-roles show --keys '*.optim.lr' --keys '*.tensor_model_parallel_size' model_engine=megatron"""
-
-ROLE = FlagSpec(("--role",), REQUIRED, value_name="a role", metavar="ROLE")
-KEYS = FlagSpec(("--keys",), REQUIRED, value_name="a key pattern", metavar="GLOB")
-FLAGS: tuple[FlagSpec, ...] = (ROLE, KEYS, HELP, *CONFIG_FLAGS)
-
-
-def run(args: list[str]) -> int:
-    """The ``verl-roles show`` command."""
-    args = list(args)
-    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
-        print(USAGE)
-        return 0
-    # run_reporting_errors takes `--debug` out of this list before the action reads it.
-    return run_reporting_errors(lambda: sys.stdout.write(show(parse_args(args))), args)
-
-
-def parse_args(args: Sequence[str]) -> CommandLine:
-    command = CommandLine.parse(args, FLAGS)
-    problems = command.usage_problems("show")
-    role = command.flag(ROLE)
-    if role is not None and role.value is not None and role.value not in ROLE_SECTIONS:
-        problems.append(Problem(key="--role", message=f"{role.value!r} is not a role",
-                                expected="one of " + ", ".join(ROLE_SECTIONS)))
-    if problems:
-        raise ConfigError(problems)
-    return command
+validation; an invalid config is reported as the main job reports it, exit code 2).""",
+    examples=(
+        "verl-roles show model_engine=megatron megatron.tensor_model_parallel_size=2",
+        "verl-roles show --role critic model_engine=megatron megatron_config_path=roles.yaml",
+        "verl-roles show --keys '*.optim.lr' --keys '*.tensor_model_parallel_size' model_engine=megatron",
+    ),
+)
 
 
 def show(command: CommandLine) -> str:
