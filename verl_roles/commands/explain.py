@@ -30,7 +30,7 @@ from verl_roles.api import (
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation, Words, parse
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError, Problem, unknown_key
 from verl_roles.flat_lora import FlatLoraReport
 from verl_roles.layout import ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, read_command_line
@@ -152,9 +152,8 @@ def _unknown_key(key: str, command: CommandLine, knowledge: KeyKnowledge) -> Pro
     """A KEY the composed config does not have: one of another engine, or a misspelling."""
     engine = knowledge.only_under(key)
     if engine is None:
-        guess = knowledge.closest(key)
-        fix = f"did you mean `{guess}`?" if guess else "check the spelling (`verl-roles keys` lists the keys)"
-        return Problem(key=key, message="is not a key of the composed config", fix=fix)
+        return unknown_key(key, "the composed config", guesses=knowledge.suggestions(key),
+                           fix="`verl-roles keys` lists the keys")
     how = (
         f"replace model_engine={knowledge.engine} with model_engine={engine}"
         if command.chose(ENGINE_KEY) else f"add model_engine={engine}"
