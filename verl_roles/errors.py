@@ -68,6 +68,11 @@ def yaml_problem(error: Exception, key: str | None = None) -> Problem:
     )
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """``1 key``, ``2 keys``: a count and its noun in the number that agrees with it."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def did_you_mean(
     guesses: Sequence[str], then: str = "", *, write: Callable[[str], str] | None = None, kind: str = ""
 ) -> str:
@@ -156,7 +161,7 @@ class ConfigError(VerlRolesError):
         details = [f"got {first.value!r}"] if first.show_value else []
         details += [f"expected {first.expected.rstrip().rstrip('.')}"] if first.expected else []
         more = len(self.problems) - 1
-        details += [f"and {more} more problem{'s' if more > 1 else ''}"] if more else []
+        details += [f"and {counted(more, 'more problem')}"] if more else []
         also = f" ({'; '.join(details)})" if details else ""
         return " ".join(f"{first.key}: {_sentence(first.message.rstrip().rstrip('.') + also)}".split())
 

@@ -16,6 +16,7 @@ import sys
 
 from verl_roles.cmdline import CONFIG_FLAGS, MULTIRUN, CommandLine
 from verl_roles.commands.shell import Command, Invocation
+from verl_roles.errors import counted
 from verl_roles.legacy import read_command_line
 from verl_roles.planning import SweepPlan, plan_sweep
 from verl_roles.sweep_isolation import EXPERIMENT_NAME
@@ -53,9 +54,9 @@ def report(plan: SweepPlan) -> str:
     bad = len(plan.failures)
     points = plan.points
     lines.append(
-        f"check-sweep: {points} point{'s' if points != 1 else ''}: {points - bad} ok, {bad} failed"
+        f"check-sweep: {counted(points, 'point')}: {points - bad} ok, {bad} failed"
         + ("" if plan.master_error is None else "; the sweep's own config fails")
-        + (f"; {len(plan.problems)} problem{'s' if len(plan.problems) != 1 else ''} with where the jobs "
+        + (f"; {counted(len(plan.problems), 'problem')} with where the jobs "
            "write" if plan.problems else "")
     )
     return "\n".join(lines)

@@ -9,7 +9,6 @@ are shown in JSON/YAML flow style. Exit codes follow diff(1): 0 same, 1 differen
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -22,7 +21,8 @@ from verl_roles.api import compose
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
 from verl_roles.commands.reporting import report, say
 from verl_roles.commands.shell import Command, Invocation, Words
-from verl_roles.errors import ConfigError, Problem, one_paragraph
+from verl_roles.errors import ConfigError, Problem, counted, one_paragraph
+from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 from verl_roles.paths import leaves
 
 EXIT_SAME = 0
@@ -60,8 +60,9 @@ class Change:
 
 
 def format_value(value: object) -> str:
-    """A resolved value in flow style: null, true, 1e-06, "fsdp", ["console", "wandb"], {}."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    """A resolved value as resolved.yaml spells it, in flow style: null, true, 1.0e-06, fsdp, '1e-5' (a
+    string), [console, wandb], {}."""
+    return dump_flow(value)
 
 
 def compare(a: Mapping[str, object], b: Mapping[str, object]) -> list[Change]:
@@ -116,9 +117,9 @@ def render(a: Side, b: Side, changes: Sequence[Change]) -> str:
         return "\n".join(lines)
     lines.extend(change.render() for change in changes)
     counts = {kind: sum(c.kind == kind for c in changes) for kind in ("added", "removed", "changed")}
+    differ = f"{counted(len(changes), 'key')} {'differs' if len(changes) == 1 else 'differ'}"
     lines.append(
-        f"{len(changes)} keys differ: {counts['added']} added, {counts['removed']} removed, "
-        f"{counts['changed']} changed"
+        f"{differ}: {counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
     )
     return "\n".join(lines)
 

@@ -30,11 +30,12 @@ from verl_roles.api import (
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation, Words, parse
-from verl_roles.errors import ConfigError, Problem, unknown_key
+from verl_roles.errors import ConfigError, Problem, counted, unknown_key
 from verl_roles.flat_lora import FlatLoraReport
 from verl_roles.layout import ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, read_command_line
 from verl_roles.omegaconf_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
+from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 from verl_roles.pipeline import StepInputs, StepReport, finalize
 from verl_roles.roles import RolesReport
 from verl_roles.sequence_parallel import TURNED_OFF, SequenceParallelReport
@@ -86,9 +87,20 @@ class Explanation:
 
 
 def _show(value: object) -> str:
+    """A value as resolved.yaml spells it (the one spelling of every view); a marker as itself."""
     if isinstance(value, DictConfig | ListConfig):
         value = OmegaConf.to_container(value, resolve=False)
-    return "null" if value is None else repr(value) if isinstance(value, str) and not value else str(value)
+    return dump_flow(value)
+
+
+@dataclass(frozen=True)
+class Unresolvable:
+    """The value of a key whose interpolation does not resolve: what resolution says instead."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return f"<cannot resolve: {self.reason}>"
 
 
 @dataclass(frozen=True)
@@ -239,7 +251,7 @@ class _Pipeline:
         try:
             return OmegaConf.select(cfg, key, throw_on_missing=False)
         except Exception as error:  # noqa: BLE001 - show what resolution says instead of a value
-            return f"<cannot resolve: {error}>"
+            return Unresolvable(str(error))
 
     def events_of(self, report: StepReport) -> list[_Event]:
         """What a step's report says it did, worded for the chain."""
@@ -430,7 +442,7 @@ def _arguments(command: CommandLine) -> tuple[str | None, list[str], dict[str, s
 def _invalid_line(error: ConfigError) -> str:
     first = error.problems[0]
     more = len(error.problems) - 1
-    also = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    also = f" (and {counted(more, 'more problem')})" if more else ""
     return (
         f"verl_roles error: this config is invalid, the main job would stop on it: {first.key}: "
         f"{first.message}{also}. Run `python -m verl_roles.main` with the same arguments for every "

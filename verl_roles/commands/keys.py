@@ -1,5 +1,9 @@
-"""``verl-roles keys [GLOB...] [overrides...]``: the keys of the config with their type, default and the
-comment written above them in the config files.
+"""``verl-roles keys [GLOB|WORD...] [overrides...]``: the keys of the config with their type, default and
+the comment written above them in the config files.
+
+A GLOB (``*``, ``?``, ``[``) matches whole dotted keys; a key or section named in full lists it (and what
+is under it); any other plain word searches: every key whose name or comment holds it. When nothing
+matches, the keys nearest a plain word are suggested.
 
 The config is composed as the main job composes it (the overrides choose the engine and role options,
 which decide which keys exist and their defaults), but not finalized: the default shown is what the
@@ -20,9 +24,9 @@ from verl_roles import paths
 from verl_roles.api import compose_with_choices, defaults_files, step_inputs
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
 from verl_roles.commands.shell import Command, Invocation, Words
-from verl_roles.commands.show import matches
+from verl_roles.commands.show import is_glob, matches, no_match
 from verl_roles.config_tree import ConfigTree
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError
 from verl_roles.key_docs import MountedFile, key_comments
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.legacy import read_command_line
@@ -144,15 +148,27 @@ def _resolved(cfg: DictConfig, key: str) -> object:
 
 
 def listing(command: CommandLine, patterns: Sequence[str]) -> str:
-    """The text ``verl-roles keys`` prints: the matching entries, one block each."""
+    """The text ``verl-roles keys`` prints: the entries matching any of ``patterns``, one block each, in
+    config order (every entry without a pattern)."""
     entries = key_entries(command)
     if patterns:
-        entries = [e for e in entries if any(matches(e.key, p) for p in patterns)]
-        if not entries:
-            raise ConfigError([Problem(
-                key=" ".join(patterns),
-                message="matches no key of the config",
-                fix="patterns use * and ? as in the shell and match the whole key, e.g. '*.optim.lr' or "
-                "'critic.megatron'; an engine's keys exist only with it (add model_engine=megatron)",
-            )])
+        chosen = [e for e in entries if any(_selects(e, p, entries) for p in patterns)]
+        if not chosen:
+            raise no_match(" ".join(patterns), [e.key for e in entries], patterns,
+                           "a plain word that is no key searches the names and comments; an engine's keys "
+                           "exist only with it (add model_engine=megatron)")
+        entries = chosen
     return "".join(entry.render() + "\n" for entry in entries)
+
+
+def _selects(entry: KeyEntry, pattern: str, entries: Sequence[KeyEntry]) -> bool:
+    """A GLOB, or a key or section named in full, matches the key (and those under it); any other plain
+    word is a search: the key's name or its comment holds it (case does not matter)."""
+    if is_glob(pattern) or _names_a_key(pattern, entries):
+        return matches(entry.key, pattern)
+    word = pattern.casefold()
+    return word in entry.key.casefold() or word in entry.comment.casefold()
+
+
+def _names_a_key(pattern: str, entries: Sequence[KeyEntry]) -> bool:
+    return any(matches(e.key, pattern) for e in entries)

@@ -48,7 +48,7 @@ from verl_roles.commands.reporting import run_reporting_errors, say
 from verl_roles.commands.shell import version_text
 from verl_roles.commands.show import composition_note, shows_composition
 from verl_roles.config_tree import CONF_DIR
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError, Problem, counted
 from verl_roles.installation import print_shadowing_notice
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.legacy import read_command_line
@@ -307,6 +307,7 @@ def _run_sweep(command: CommandLine, job: MainJob, overwrite: bool, report_check
             raise named_finally(error, claim.staging, plan.target) from None
         claim.commit()
     total, bad = len(summary.records), len(summary.failures)
-    say(f"verl_roles: sweep of {total} jobs: {total - bad} ok, {bad} failed; summary in {summary.path}")
+    jobs = counted(total, "job")
+    say(f"verl_roles: sweep of {jobs}: {total - bad} ok, {bad} failed; summary in {summary.path}")
     if summary.failures:
         raise ConfigError([Problem(key="sweep", message=sweep.sweep_error_text(summary))])

@@ -21,10 +21,11 @@ from verl_roles import paths
 from verl_roles.api import compose
 from verl_roles.cmdline import CFG, CONFIG_FLAGS, INFO, PACKAGE, REQUIRED, CommandLine, FlagSpec
 from verl_roles.commands.shell import Command, Invocation
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError, Problem, did_you_mean
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_lines
 from verl_roles.run_files import run_files
+from verl_roles.suggest import MAX_KEYS, near_keys, near_names
 from verl_roles.write_protocol import write_atomic
 
 ROLE = FlagSpec(
@@ -88,22 +89,59 @@ def _leaves(node: object, prefix: str = "") -> list[tuple[str, object]]:
     return [(prefix[:-1], node)]
 
 
+GLOB_CHARACTERS = "*?["
+
+
+def is_glob(pattern: str) -> bool:
+    return any(char in pattern for char in GLOB_CHARACTERS)
+
+
 def matches(key: str, pattern: str) -> bool:
     """``key`` matches the shell-style ``pattern``, or lies under a section that does."""
     return fnmatchcase(key, pattern) or fnmatchcase(key, pattern + ".*")
 
 
+def near_patterns(patterns: Sequence[str], keys: Sequence[str]) -> list[str]:
+    """The keys (or sections) nearest the plain names among ``patterns`` that match nothing
+    (``critic.optim.lrr`` -> ``critic.optim.lr``; a name alone -> the keys whose name is near it)."""
+    sections = {key.rsplit(".", i)[0] for key in keys for i in range(1, key.count(".") + 1)}
+    pool = [*keys, *sorted(sections)]
+    guesses: list[str] = []
+    for pattern in patterns:
+        if is_glob(pattern):
+            continue
+        found = near_keys(pattern, pool)
+        if not found and "." not in pattern:
+            names = near_names(pattern, [key.rpartition(".")[2] for key in pool], n=MAX_KEYS)
+            found = sorted((k for k in pool if k.rpartition(".")[2] in names), key=_shallow_first)[:MAX_KEYS]
+        guesses += found
+    return list(dict.fromkeys(guesses))
+
+
+def _shallow_first(key: str) -> tuple[int, str]:
+    return key.count("."), key
+
+
+def no_match(shown: str, keys: Sequence[str], patterns: Sequence[str], hint: str) -> ConfigError:
+    """The error of patterns that match no key: the keys nearest a plain name, then how patterns work."""
+    return ConfigError([Problem(
+        key=shown,
+        message="matches no key of the config",
+        fix=did_you_mean(
+            near_patterns(patterns, keys),
+            "patterns use * and ? as in the shell and match the whole key, e.g. '*.optim.lr' or "
+            f"'critic.megatron'; {hint}",
+        ),
+    )])
+
+
 def matching_lines(container: object, patterns: Sequence[str]) -> str:
     """``key: value`` per leaf matching any of ``patterns``, in config order; an error when none does."""
-    found = {key: value for key, value in _leaves(container) if any(matches(key, p) for p in patterns)}
+    leaves = _leaves(container)
+    found = {key: value for key, value in leaves if any(matches(key, p) for p in patterns)}
     if not found:
-        shown = " ".join(f"--keys {p}" for p in patterns)
-        raise ConfigError([Problem(
-            key=shown,
-            message="matches no key of the config",
-            fix="patterns use * and ? as in the shell and match the whole key, e.g. '*.optim.lr' or "
-            "'critic.megatron'; `verl-roles keys` lists every key with its comment",
-        )])
+        raise no_match(" ".join(f"--keys {p}" for p in patterns), [key for key, _ in leaves], patterns,
+                       "`verl-roles keys` lists every key with its comment")
     return dump_lines(found)
 
 

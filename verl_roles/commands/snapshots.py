@@ -23,7 +23,7 @@ from verl_roles.api import compose
 from verl_roles.cmdline import REQUIRED, FlagSpec
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.config_tree import CONF_DIR
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError, Problem, counted
 from verl_roles.layout import PRIMARY_CONFIG
 from verl_roles.legacy import LEGACY_CONFIG_NAMES
 from verl_roles.notices import ConfigDeprecationWarning
@@ -231,7 +231,8 @@ def check(
         print(f"stale: {GENERATED_DIR}/{path.name} is not in VARIANTS (verl_roles/commands/snapshots.py)")
     if stale or extras:
         print(
-            f"{stale + len(extras)} snapshot file(s) in {GENERATED_DIR}/ are stale. "
+            f"{counted(stale + len(extras), 'snapshot file')} in {GENERATED_DIR}/ "
+            f"{'is' if stale + len(extras) == 1 else 'are'} stale. "
             f"Fix: run {SCRIPT}, review `git diff {GENERATED_DIR}/` and commit it."
         )
         return 1
