@@ -15,7 +15,7 @@ import sys
 from functools import cache
 
 from verl_roles.cmdline import HELP, VERSION, FlagSpec
-from verl_roles.commands.reporting import run_reporting_errors, say
+from verl_roles.commands.reporting import DEBUG_FLAG, run_reporting_errors, say
 from verl_roles.commands.shell import PROGRAM, Command, options_lines, version_text
 from verl_roles.errors import ConfigError, Problem, did_you_mean
 from verl_roles.suggest import near_names
@@ -66,41 +66,45 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
-def _refuse(args: list[str]) -> None:
+def _without_command(args: list[str]) -> None:
+    """``verl-roles`` with no command: its help, its version, or what is wrong with the first word."""
+    first = args[0] if args else None
+    if first in (*HELP.names, "help"):
+        say(help_text())
+        return
+    if first in VERSION.names:
+        say(version_text())
+        return
     names = sorted(command_name(module) for module in COMMAND_MODULES)
     listed = ", ".join(names)
-    if not args:
+    if first is None:
         raise ConfigError([Problem(
             key=PROGRAM, message="no command given",
             fix=f"write `{PROGRAM} COMMAND`, one of {listed} (`{PROGRAM} --help` says what each does)",
         )])
-    typed = args[0]
-    if typed.startswith("-"):
+    if first.startswith("-"):
         flags = [name for flag in GLOBAL_FLAGS for name in flag.names]
         raise ConfigError([Problem(
-            key=typed, message=f"is not an option of {PROGRAM}",
-            fix=did_you_mean(near_names(typed, flags), f"{PROGRAM} takes {', '.join(flags)}, then a command "
+            key=first, message=f"is not an option of {PROGRAM}",
+            fix=did_you_mean(near_names(first, flags), f"{PROGRAM} takes {', '.join(flags)}, then a command "
                              f"and its options (`{PROGRAM} COMMAND --help`)"),
         )])
-    guesses = [f"{PROGRAM} {name}" for name in near_names(typed, names)]
-    raise ConfigError([Problem(key=typed, message="is not a command", fix=did_you_mean(guesses,
-                               f"the commands are {listed}"))])
+    guesses = [f"{PROGRAM} {name}" for name in near_names(first, names)]
+    raise ConfigError([Problem(key=first, message="is not a command",
+                               fix=did_you_mean(guesses, f"the commands are {listed}"))])
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    first = args[0] if args else None
-    if first in (*HELP.names, "help"):
-        return run_reporting_errors(lambda: say(help_text()), args[1:])
-    if first in VERSION.names:
-        return run_reporting_errors(lambda: say(version_text()), args[1:])
-    names = [command_name(module) for module in COMMAND_MODULES]
-    if first not in names:
-        return run_reporting_errors(lambda: _refuse(args), list(args))
-    from verl_roles.installation import print_shadowing_notice
+    # `--debug` may come before the command too (`verl-roles --debug show ...`).
+    words = [arg for arg in args if arg != DEBUG_FLAG]
+    if words and words[0] in {command_name(module) for module in COMMAND_MODULES}:
+        from verl_roles.installation import print_shadowing_notice
 
-    print_shadowing_notice()
-    return command(first).run(args[1:])
+        print_shadowing_notice()
+        at = args.index(words[0])
+        return command(words[0]).run(args[:at] + args[at + 1:])
+    return run_reporting_errors(lambda: _without_command(args), args)
 
 
 if __name__ == "__main__":
