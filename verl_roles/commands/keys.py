@@ -44,7 +44,7 @@ def _list(invocation: Invocation) -> None:
 
 COMMAND = Command(
     name="keys",
-    summary="list keys with their type, default and the comment above them in conf/: keys [GLOB|WORD]",
+    summary="the keys matching a GLOB, or holding a WORD in their name or comment: type, default, comment",
     action=_list,
     flags=CONFIG_FLAGS,
     words=Words.KEYS,

@@ -9,7 +9,10 @@ including a ``--config-dir``'s), Hydra's own groups, and the commands that find 
 
 from __future__ import annotations
 
+import textwrap
+
 from verl_roles.cmdline import CommandLine
+from verl_roles.commands.shell import WIDTH
 
 HEADER = """verl_roles main job: compose, validate and write the PPO trainer config (resolved.yaml and
 roles/*.yaml in Hydra's output directory).
@@ -31,12 +34,15 @@ def _key_commands() -> list[str]:
 
     shown = [(f"verl-roles {name} {command(name).arguments}", command(name).summary) for name in KEY_COMMANDS]
     width = max(len(usage) for usage, _ in shown)
-    return [
-        "Keys (about 900; override any with key=value, add one with +key=value):",
-        *(f"  {usage.ljust(width)}  {summary}" for usage, summary in shown),
-        "  (`verl-roles --help` lists every command; `python -m verl_roles.main --version` names the verl "
-        "release it writes for)",
-    ]
+    lines = ["Keys (about 900; override any with key=value, add one with +key=value):"]
+    for usage, summary in shown:
+        lines += textwrap.wrap(summary, WIDTH, initial_indent=f"  {usage.ljust(width)}  ",
+                               subsequent_indent=" " * (width + 4))
+    lines += textwrap.wrap(
+        "(`verl-roles --help` lists every command; `python -m verl_roles.main --version` names the verl "
+        "release it writes for)", WIDTH, initial_indent="  ", subsequent_indent="   ",
+    )
+    return lines
 
 
 def _groups(title: str, groups: dict[str, list[str]]) -> list[str]:

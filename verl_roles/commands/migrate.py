@@ -105,9 +105,7 @@ Prints the modern equivalent of a legacy `python -m verl_roles.main ARGS...` (or
 command line: flat LoRA keys become lora.*, critic.model.fsdp_config.* becomes critic.fsdp.*,
 reward_model.* / custom_reward_function.* / sandbox_fusion.* become reward.*,
 `--config-name ppo_megatron_trainer` becomes model_engine=megatron; a key with no current
-equivalent is dropped. Changes are listed on stderr.""",
-    examples=(
-        "verl-roles migrate --config-name ppo_megatron_trainer actor_rollout_ref.model.lora_rank=8",
-        "  -> model_engine=megatron actor_rollout_ref.model.lora.rank=8",
-    ),
+equivalent is dropped. Changes are listed on stderr. The example prints
+`model_engine=megatron actor_rollout_ref.model.lora.rank=8`.""",
+    examples=("verl-roles migrate --config-name ppo_megatron_trainer actor_rollout_ref.model.lora_rank=8",),
 )

@@ -220,7 +220,7 @@ def help_text(command: Command) -> str:
     flags = list(dict.fromkeys(flags))
     lines += ["", "options:", *options_lines(flags)]
     if command.passes_note:
-        lines += _wrapped(command.passes_note, "  ")
+        lines += ["", *_wrapped(command.passes_note, "")]
     if command.examples:
         lines += ["", "examples:" if len(command.examples) > 1 else "example:"]
         lines += [f"  {example}" for example in command.examples]
