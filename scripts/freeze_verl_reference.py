@@ -934,6 +934,8 @@ def enums_record(verl: Any, sources: SourceLog) -> JSONValue:
         "resume_mode": resume_modes,
         "warmup_style": warmup_styles,
         "engine_strategy": engine_strategies,
+        "rollout_name": rollout_names,
+        "rollout_mode": rollout_modes,
     }
     out: dict[str, JSONValue] = {}
     for name, reader in readers.items():
@@ -1089,6 +1091,28 @@ def engine_strategies(verl: Any, sources: SourceLog) -> JSONValue:
     if not by_class:
         return {"absent": "no engine config asserts its strategy", "source": rel}
     return {"values": by_class, "source": f"{rel} (each engine config's __post_init__ asserts its strategy)"}
+
+
+def _rollout_registry(sources: SourceLog) -> Any:
+    base = importlib.import_module("verl.workers.rollout.base")
+    sources.record_module_of(base.get_rollout_class)
+    return base._ROLLOUT_REGISTRY
+
+
+def rollout_names(verl: Any, sources: SourceLog) -> JSONValue:
+    """verl.workers.rollout.base._ROLLOUT_REGISTRY (the names)
+
+    The rollout engines a worker starts with (get_rollout_class asserts the (name, mode) pair)."""
+    registry = _rollout_registry(sources)
+    return {"values": sorted({name for name, _ in registry}),
+            "source": "verl.workers.rollout.base._ROLLOUT_REGISTRY (asserted by get_rollout_class)"}
+
+
+def rollout_modes(verl: Any, sources: SourceLog) -> JSONValue:
+    """verl.workers.rollout.base._ROLLOUT_REGISTRY (the modes)"""
+    registry = _rollout_registry(sources)
+    return {"values": sorted({mode for _, mode in registry}),
+            "source": "verl.workers.rollout.base._ROLLOUT_REGISTRY (asserted by get_rollout_class)"}
 
 
 def warmup_styles(verl: Any, sources: SourceLog) -> JSONValue:

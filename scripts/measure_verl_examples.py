@@ -1,21 +1,22 @@
-"""How close verl_roles is to verl 0.9.1: the example launches each composes, and leaf coverage per engine.
+"""How close verl_roles is to each verl release: the example launches each composes, and leaf coverage.
 
 Developer measurement (not a test); runs with verl_roles installed and without verl, reading what
 scripts/freeze_verl_reference.py froze::
 
-    python scripts/measure_verl_examples.py            # the report
-    python scripts/measure_verl_examples.py --json     # the same figures as JSON
+    python scripts/measure_verl_examples.py                    # the report, for every supported release
+    python scripts/measure_verl_examples.py --release 0.8.0    # one release (verl_version=0.8.0)
+    python scripts/measure_verl_examples.py --json             # the same figures as JSON
 
-It prints:
+It prints, for each release R (verl_roles composing with ``verl_version=R``):
 
-- per corpus source (tests/data/verl_examples/<source>/): the launches, how many verl 0.9.1 composes
-  (tests/data/verl-0.9.1/examples_verdicts.json), how many verl_roles composes
-  (``verl_roles.compose``), and the launches only one of them composes. Launches whose
+- per corpus source (tests/data/verl_examples/<source>/, the release whose era it is marked): the
+  launches, how many verl R composes (tests/data/verl-R/examples_verdicts.json), how many verl_roles
+  composes (``verl_roles.compose``), and the launches only one of them composes. Launches whose
   ``--config-path`` names a folder outside verl's package are counted apart: neither side has
   that folder here;
 - the launches verl composes and verl_roles refuses, grouped by cause (the kind of error and the key
   it names), each with its first error line;
-- per engine verl 0.9.1 ships: of verl's leaves (``_target_`` leaves counted apart), how many exist in
+- per engine verl R ships: of verl's leaves (``_target_`` leaves counted apart), how many exist in
   verl_roles' composition of ``model_engine=<engine>`` with the same resolved value, how many with a
   different one, how many are missing.
 """
@@ -34,7 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 EXAMPLES = DATA / "verl_examples"
-VERL_VERSION = "0.9.1"
+sys.path.insert(0, str(REPO))  # this checkout's verl_roles, whatever is installed
 OUTSIDE_VERL = "ConfigPathOutsideVerl"
 
 
@@ -71,12 +72,14 @@ def split_config_options(tokens: list[str]) -> tuple[str | None, str | None, lis
     return config_path, config_name, rest
 
 
-def compose_with_verl_roles(tokens: list[str]) -> tuple[Any | None, str | None]:
-    """(config, None) or (None, first line of the error). ``--config-path`` naming verl's own
-    folder is dropped (ours is the counterpart); ``--config-name`` is passed as written."""
+def compose_with_verl_roles(tokens: list[str], release: str) -> tuple[Any | None, str | None]:
+    """(config, None) or (None, first line of the error), written for ``release``. ``--config-path``
+    naming verl's own folder is dropped (ours is the counterpart); ``--config-name`` is passed as written."""
     import verl_roles
+    from verl_roles import releases
 
     _, config_name, overrides = split_config_options(tokens)
+    overrides = [releases.choice(release), *overrides]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -108,8 +111,8 @@ def cause_of(error: str) -> str:
     return f"{kind} {key}: {phrase}" if key else f"{kind} {phrase}"
 
 
-def measure_examples() -> dict[str, Any]:
-    verdicts = load_json(DATA / f"verl-{VERL_VERSION}" / "examples_verdicts.json")["verdicts"]
+def measure_examples(release: str) -> dict[str, Any]:
+    verdicts = load_json(DATA / f"verl-{release}" / "examples_verdicts.json")["verdicts"]
     summary: dict[str, dict[str, int]] = {}
     order = [
         "launches",
@@ -129,7 +132,7 @@ def measure_examples() -> dict[str, Any]:
                 counts["config folder outside verl (not composed by either)"] += 1
                 continue
             tokens = read_example(EXAMPLES / source / f"{name}.txt")
-            ours, error = compose_with_verl_roles(tokens)
+            ours, error = compose_with_verl_roles(tokens, release)
             counts["composed by verl"] += bool(verdict["composes"])
             counts["composed by verl_roles"] += ours is not None
             if verdict["composes"] and ours is None:
@@ -169,19 +172,21 @@ def same_value(a: Any, b: Any) -> bool:
     return a == b
 
 
-def measure_coverage() -> dict[str, Any]:
+def measure_coverage(release: str) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     import verl_roles
+    from verl_roles import releases
 
-    meta = load_json(DATA / f"verl-{VERL_VERSION}" / "meta.json")
+    meta = load_json(DATA / f"verl-{release}" / "meta.json")
     coverage: dict[str, Any] = {}
     for engine in meta["engines"]:
-        leaves = load_json(DATA / f"verl-{VERL_VERSION}" / "composition" / f"{engine}.json")["leaves"]
+        leaves = load_json(DATA / f"verl-{release}" / "composition" / f"{engine}.json")["leaves"]
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                ours = flatten(OmegaConf.to_container(verl_roles.compose([f"model_engine={engine}"])))
+                ours = flatten(OmegaConf.to_container(
+                    verl_roles.compose([f"model_engine={engine}", releases.choice(release)])))
             compose_error = None
         except Exception as exc:  # noqa: BLE001 - an engine we lack is a measured outcome
             ours, compose_error = {}, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
@@ -222,12 +227,14 @@ def section_of(path: str) -> str:
     return ".".join(keys[: min(depth, len(keys) - 1)]) or path
 
 
-def print_report(examples: dict[str, Any], coverage: dict[str, Any], details: bool) -> None:
-    print(
-        f"== verl example launches (verl {VERL_VERSION} verdicts frozen in tests/data/verl-{VERL_VERSION}/)"
-    )
+def print_report(release: str, examples: dict[str, Any], coverage: dict[str, Any], details: bool) -> None:
+    print(f"######## verl {release} (verl_roles with verl_version={release})")
+    print(f"== verl example launches (verl {release} verdicts frozen in tests/data/verl-{release}/)")
+    sources = load_json(DATA / f"verl-{release}" / "meta.json").get("corpus", {}).get("sources", {})
     for source, counts in examples["summary"].items():
-        print(f"{source}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        era = sources.get(source, {}).get("release")
+        label = f"{source} (launches of verl {era})" if era else source
+        print(f"{label}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     print()
     print("== launches verl composes and verl_roles refuses, by cause (launch count)")
     for cause, items in sorted(examples["refused_by_cause"].items(), key=lambda kv: (-len(kv[1]), kv[0])):
@@ -270,13 +277,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--details", action="store_true", help="list every refused launch, differing and missing leaf"
     )
+    from verl_roles import releases
+
+    parser.add_argument("--release", choices=releases.supported(), action="append",
+                        help="measure this release only (repeatable; default: every supported release)")
     args = parser.parse_args(argv)
-    examples = measure_examples()
-    coverage = measure_coverage()
+    figures = {}
+    for release in args.release or releases.supported():
+        figures[release] = {"examples": measure_examples(release), "coverage": measure_coverage(release)}
+        if not args.json:
+            print_report(release, figures[release]["examples"], figures[release]["coverage"], args.details)
+            print()
     if args.json:
-        print(json.dumps({"examples": examples, "coverage": coverage}, indent=1, sort_keys=True))
-    else:
-        print_report(examples, coverage, args.details)
+        print(json.dumps(figures, indent=1, sort_keys=True))
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import io
@@ -16,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from omegaconf import OmegaConf
 
-from verl_roles.verl_target import VERL_TARGET_VERSION
+from verl_roles import releases
 
 # The suite's hypothesis profile: few examples, the same ones on every run (derandomized, no example
 # database on disk), so a run is deterministic and a failure reproduces; a property asks for its own
@@ -153,6 +154,21 @@ def _logging_as_it_was():
         lg.disabled, lg.propagate = disabled, propagate
 
 
+@functools.cache
+def installed_verl_release() -> str | None:
+    """The version of the verl that :func:`verl_python` names (None without one), read from its package
+    metadata without importing verl."""
+    python, _ = verl_python()
+    if python is None:
+        return None
+    probe = "import importlib.metadata as m; print(m.version('verl'))"
+    try:
+        found = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=120)
+    except OSError:
+        return None
+    return found.stdout.strip() or None if found.returncode == 0 else None
+
+
 def verl_python() -> tuple[str | None, str]:
     """The Python to run verl in, or None and why the suite is skipped."""
     chosen = os.environ.get("VERL_PYTHON")
@@ -161,6 +177,7 @@ def verl_python() -> tuple[str | None, str]:
     if importlib.util.find_spec("verl") is not None:
         return sys.executable, "this interpreter imports verl"
     return None, (
-        f"verl is not importable here: set VERL_PYTHON to a Python with verl=={VERL_TARGET_VERSION} "
-        f'(`pip install "verl_roles[verl]"` in a separate venv; .ci/run does this) to run this suite'
+        "verl is not importable here: set VERL_PYTHON to a Python with a verl release verl_roles supports "
+        f'({", ".join(releases.supported())}: `pip install "verl_roles[{releases.extra(releases.DEFAULT_RELEASE)}]"` '
+        "in a separate venv; .ci/run does this for each) to run this suite"
     )

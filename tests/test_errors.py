@@ -121,7 +121,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
         ["actor=megatron"],
         [
             "actor: is an internal config group (files the engine and role options mount), not a choice",
-            "the groups you choose are model_engine, role/actor, role/critic",
+            "the groups you choose are model_engine, verl_version, role/actor, role/critic",
             "write `model_engine=megatron`",
         ],
     ),

@@ -106,8 +106,8 @@ def test_the_critic_loss_agg_mode_is_not_checked_without_a_critic():
 @pytest.mark.parametrize(
     ("override", "expected"),
     [
-        ("actor_rollout_ref.rollout.name=hf", "vllm, sglang, trtllm"),
-        ("actor_rollout_ref.rollout.name=null", "vllm, sglang, trtllm"),
+        ("actor_rollout_ref.rollout.name=hf", "sglang, trtllm, vllm"),
+        ("actor_rollout_ref.rollout.name=null", "sglang, trtllm, vllm"),
         ("actor_rollout_ref.rollout.mode=sync", "async"),
     ],
 )

@@ -21,7 +21,7 @@ from verl_roles.cli import main as cli
 from verl_roles.commands import completion, shell, snapshots
 from verl_roles.commands.shell import Words
 from verl_roles.layout import ENGINE_ALIASES, ENGINES, ROLE_SECTIONS
-from verl_roles.verl_target import VERL_TARGET_VERSION
+from verl_roles.releases import DEFAULT_RELEASE, supported
 
 TABLE = command_table()
 NAMES = sorted(TABLE)
@@ -65,9 +65,10 @@ def test_each_commands_help_is_its_usage_flags_and_examples(name: str, tmp_path:
 def test_version_names_the_package_and_the_verl_release_it_writes_for(tmp_path: Path, capsys):
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert verl_roles.__version__ == project["version"]
-    expected = f"verl_roles {verl_roles.__version__} (writes trainer configs for verl {VERL_TARGET_VERSION};"
+    expected = f"verl_roles {verl_roles.__version__} (writes trainer configs for verl {DEFAULT_RELEASE};"
     result = cli_run(["--version"], tmp_path)
     assert result.returncode == 0 and result.stdout.startswith(expected), result.stdout
+    assert f"verl_version= picks one of {', '.join(supported())}" in result.stdout
     code, out, err = main_in_process(["--version"], tmp_path, capsys)
     assert code == 0 and out.startswith(expected), err
     assert not (tmp_path / "out").exists()
@@ -81,7 +82,7 @@ def test_the_console_script_runs_help_and_version():
     result = subprocess.run([str(script), "--version"], env=cli_env(), capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr
-    assert VERL_TARGET_VERSION in result.stdout and verl_roles.__version__ in result.stdout
+    assert DEFAULT_RELEASE in result.stdout and verl_roles.__version__ in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,8 @@
-"""Acceptance against the real verl 0.9.1: what verl_roles writes, verl runs (issue 10).
+"""Acceptance against the real verl: what verl_roles writes, verl runs (issues 10 and 19).
+
+The suite runs against the verl release installed in ``VERL_PYTHON`` (CI runs it once per supported
+release, each in its venv): every case is composed with ``verl_version=<that release>``, and the
+launches of every corpus that release's own tree composes are cases.
 
 Each case is a command line as a user types it. It is composed with ``python -m verl_roles.main``
 (in-process, the same code path), writing a run directory; then one ``tests/verl_driver.py`` process,
@@ -27,7 +31,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import DATA, verl_python
+from conftest import DATA, installed_verl_release, verl_python
 from verl_known_failures import (
     DELIBERATE_REFUSALS,
     KNOWN_FAILURES,
@@ -36,9 +40,10 @@ from verl_known_failures import (
     explaining_row,
 )
 
+from verl_roles import releases
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands.snapshots import VARIANTS
 from verl_roles.layout import ROLE_SECTIONS
-from verl_roles.verl_target import VERL_TARGET_VERSION
 
 pytestmark = pytest.mark.xdist_group("verl")  # one worker runs the driver once for the whole module
 
@@ -143,14 +148,19 @@ def without_verl_config_path(tokens: list[str]) -> list[str]:
     return out
 
 
+# The release the suite checks: the one installed where verl runs (the default when none is, and the
+# suite is then skipped). Every case is written for it.
+RELEASE = installed_verl_release() or releases.DEFAULT_RELEASE
+
+
 def verl_composes(path: Path) -> bool:
-    """Whether verl 0.9.1's own tree composes this launch, as frozen by scripts/freeze_verl_reference.py
-    (launches outside the frozen corpus are kept)."""
+    """Whether the release's own tree composes this launch, as frozen by scripts/freeze_verl_reference.py
+    (launches outside the frozen corpora are kept)."""
     verdict = VERDICTS.get(path.parent.name, {}).get(path.stem)
     return verdict is None or bool(verdict.get("composes"))
 
 
-VERDICTS_FILE = DATA / "verl-0.9.1" / "examples_verdicts.json"
+VERDICTS_FILE = DATA / f"verl-{RELEASE}" / "examples_verdicts.json"
 VERDICTS: dict[str, dict[str, Any]] = (
     json.loads(VERDICTS_FILE.read_text(encoding="utf-8"))["verdicts"] if VERDICTS_FILE.exists() else {}
 )
@@ -221,13 +231,28 @@ SPECIAL_CASES: tuple[Case, ...] = (
 )
 
 
+def for_release(case: Case) -> Case:
+    """``case`` written for :data:`RELEASE` (verl_version first, so nothing a case says is overridden)."""
+    return Case(case.name, (releases.choice(RELEASE), *case.args), case.files,
+                case.control_args if case.control_args is not None else case.args)
+
+
 def all_cases() -> list[Case]:
+    """The pinned variants that name no release or this one, every launch the release's own tree
+    composes, and the special cases; each written for the release."""
     variants = [
         Case(f"variant:{Path(variant.filename).stem}", (*_config_name_args(variant.composition), *ESSENTIALS))
         for variant in VARIANTS
+        if named_release(variant.composition.overrides) in (None, RELEASE)
     ]
     examples = [example_case(path) for path in sorted(EXAMPLES.rglob("*.txt")) if verl_composes(path)]
-    return variants + examples + list(SPECIAL_CASES)
+    return [for_release(case) for case in variants + examples + list(SPECIAL_CASES)]
+
+
+def named_release(overrides: tuple[str, ...]) -> str | None:
+    """The release a command line picks explicitly, None when it leaves it to the default."""
+    command = CommandLine.parse(list(overrides))
+    return command.release() if command.chose(releases.VERSION_KEY) else None
 
 
 def _config_name_args(composition: Any) -> list[str]:
@@ -451,11 +476,11 @@ def test_verl_runs_what_verl_roles_writes(name: str, acceptance: Acceptance) -> 
         return  # refused on purpose: verl would fail on it after Ray starts (the row says why)
     verdict, control_failed = control_verdict(acceptance.results["cases"][name])
     if verdict == "refuses":
-        pytest.skip(f"verl 0.9.1 refuses these overrides too: {control_failed.get('entry_point', '')}")
+        pytest.skip(f"verl {RELEASE} refuses these overrides too: {control_failed.get('entry_point', '')}")
     required = [failure for failure in failures if failure.step not in control_failed]
     unknown = [failure for failure in required if known_row(name, failure) is None]
     assert not unknown, (
-        "verl 0.9.1 fails on what verl_roles wrote (no row in tests/verl_known_failures.py):\n"
+        f"verl {RELEASE} fails on what verl_roles wrote (no row in tests/verl_known_failures.py):\n"
         + (describe(name, acceptance, failures))
     )
     if required:
@@ -468,7 +493,7 @@ def test_verl_runs_what_verl_roles_writes(name: str, acceptance: Acceptance) -> 
 
 MODEL_SECTION = "actor_rollout_ref.model"
 ABSENT = "<absent>"
-NO_SUCH_FIELD = "<verl 0.9.1 has no such field>"
+NO_SUCH_FIELD = "<verl has no such field>"
 
 
 def lookup(tree: Any, dotted: str) -> Any:
@@ -529,14 +554,18 @@ def test_what_verl_uses_is_what_we_show(name: str, acceptance: Acceptance) -> No
 # The harness itself.
 
 
-def test_the_driver_ran_verl_of_the_target_version(acceptance: Acceptance) -> None:
-    assert acceptance.results["verl_version"] == VERL_TARGET_VERSION
+def test_the_driver_ran_a_supported_release_and_every_case_was_written_for_it(acceptance: Acceptance) -> None:
+    assert acceptance.results["verl_version"] == RELEASE and releases.is_supported(RELEASE)
+    written = {load_yaml(c.run_dir / "resolved.yaml").get(releases.VERSION_KEY)
+               for c in acceptance.composed.values() if c.exit_code == 0}
+    assert written == {RELEASE}
 
 
-def test_every_conversion_call_site_of_verl_is_mirrored_or_excused(acceptance: Acceptance) -> None:
+def test_every_conversion_call_site_of_verl_is_frozen_and_made_or_excused(acceptance: Acceptance) -> None:
     audit = acceptance.results["call_sites"]
-    assert audit["unlisted"] == [] and audit["stale"] == [], (
-        "tests/verl_driver.py's CONVERSIONS/ELSEWHERE no longer match verl's omega_conf_to_dataclass calls: "
+    assert audit["unlisted"] == [] and audit["stale"] == [] and audit["uncovered"] == [], (
+        "the installed verl's omega_conf_to_dataclass calls differ from its frozen reference (freeze it "
+        "again), or a frozen call is no kind of tests/verl_driver.py's CONVERSIONS/ELSEWHERE: "
         f"{audit}"
     )
 

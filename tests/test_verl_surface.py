@@ -1,10 +1,12 @@
-"""Our resolved config carries verl 0.9.1's whole config surface, and nothing verl's conversions reject.
+"""Our resolved config carries each verl release's whole config surface, and nothing its conversions reject.
 
-Reads the frozen reference (tests/data/verl-0.9.1/, see tests/verl_reference.py); no verl needed.
+Reads the frozen references (tests/data/verl-<release>/, see tests/verl_reference.py); no verl needed.
 
-- Coverage: every leaf of verl's composed ``ppo_trainer``, for each of its ``model_engine`` options, is in
-  our resolved config (``verl_roles.compose``, what resolved.yaml holds) with verl's resolved value, or
-  is in :data:`ALLOWED` with the reason. An entry that no longer matches a difference fails (stale).
+- Coverage: for every supported release (``verl_version=<release>``), every leaf of verl's composed
+  ``ppo_trainer``, for each of its ``model_engine`` options, is in our resolved config
+  (``verl_roles.compose``, what resolved.yaml holds) with that release's resolved value, or differs on
+  purpose (:data:`verl_roles.verl_differences.DIFFERENCES`, with the reason). An entry that matches a
+  difference under no release fails (stale).
 - Conversions: every section verl converts to a dataclass (``omega_conf_to_dataclass``, with the
   preparation verl applies to the ref first) holds only fields of that dataclass, at every level where
   verl instantiates one (a ``_target_``, or a field declared as a dataclass).
@@ -21,103 +23,22 @@ import verl_reference as vr
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles.layout import ENGINE_TABLE, HF_MODULE_NAMES, MEGATRON_MODULE_NAMES
+from verl_roles import releases
 from verl_roles.layout import ENGINES as OUR_ENGINES
+from verl_roles.verl_differences import DIFFERENCES, ENGINES_NOT_OFFERED, for_engine
 
-# verl's engines that model_engine offers here too (every one of them: see the first test).
-ENGINES = [engine for engine in vr.engines() if engine in OUR_ENGINES]
-ALL = tuple(ENGINES)
-# Engines by how verl reads LoRA (the layout table's LoRA naming family): the FSDP engine and VeOmni, built on
-# it, read the flat keys; Megatron reads the block; TorchTitan reads neither.
-FLAT_LORA_READERS = tuple(e.name for e in ENGINE_TABLE if e.lora_module_names == HF_MODULE_NAMES)
-BLOCK_LORA_READERS = tuple(e.name for e in ENGINE_TABLE if e.lora_module_names == MEGATRON_MODULE_NAMES)
-NO_LORA = tuple(e.name for e in ENGINE_TABLE if e.lora_module_names is None)
-MODELS = ("actor_rollout_ref.model", "critic.model")
+# Every (release, engine) pair: each engine verl ships under each supported release.
+CASES = [(release, engine) for release in vr.RELEASES for engine in vr.engines(release)
+         if engine in OUR_ENGINES]
+IDS = [f"{release}-{engine}" for release, engine in CASES]
 
 
-@dataclass(frozen=True)
-class Allowed:
-    """A verl leaf (fnmatch pattern) whose value or presence differs on purpose under ``engines``."""
-
-    pattern: str
-    engines: tuple[str, ...]
-    reason: str
-
-
-def _per_model(field: str, engines: tuple[str, ...], reason: str) -> list[Allowed]:
-    return [Allowed(f"{model}.{field}", engines, reason) for model in MODELS]
-
-
-# The one allow-list: every difference from verl 0.9.1's composed config, with its reason.
-ALLOWED: tuple[Allowed, ...] = (
-    Allowed(
-        "actor_rollout_ref.rollout.name", ALL,
-        "verl leaves it mandatory (???); we default to vllm, the backend nearly every verl launch script "
-        "sets, so a run without it composes",
-    ),
-    Allowed(
-        "reward.reward_model.rollout.name", ALL,
-        "follows actor_rollout_ref.rollout.name (verl: mandatory ???), so the reward model is served by "
-        "the policy's backend unless set",
-    ),
-    Allowed(
-        "distillation.teacher_models.teacher_model.inference.name", ALL,
-        "follows actor_rollout_ref.rollout.name; verl's oc.select of its mandatory name resolves to null",
-    ),
-    *_per_model(
-        "lora.alpha", FLAT_LORA_READERS,
-        "the block is our one LoRA source; under FSDP-style engines it carries the alpha verl's engine "
-        "reads from the flat lora_alpha (16), so both names agree (verl's block default 32 is unread there)",
-    ),
-    *_per_model(
-        "lora.target_modules", FLAT_LORA_READERS,
-        "the block is our one LoRA source; under FSDP-style engines it carries the modules verl's engine "
-        "reads from the flat target_modules (all-linear, Hugging Face names), not Megatron's names",
-    ),
-    *_per_model(
-        "lora.alpha", NO_LORA,
-        "verl's TorchTitan engine reads no LoRA setting (a non-zero rank is refused here); the block keeps "
-        "the Hugging Face defaults, so the flat lora_alpha derived from it is verl's flat default (16)",
-    ),
-    *_per_model(
-        "lora.target_modules", NO_LORA,
-        "verl's TorchTitan engine reads no LoRA setting (a non-zero rank is refused here); the block keeps "
-        "the Hugging Face defaults, so the flat target_modules derived from it is verl's (all-linear)",
-    ),
-    *_per_model(
-        "lora_alpha", BLOCK_LORA_READERS,
-        "derived from the block, which verl's Megatron engine reads (alpha 32): one alpha under both names "
-        "(verl's unread flat default is 16)",
-    ),
-    *_per_model(
-        "use_remove_padding", ("megatron",),
-        "kept from the legacy megatron trainer on purpose (false); Megatron packs through "
-        "megatron.use_remove_padding, which follows verl",
-    ),
-    *(
-        Allowed(
-            f"{section}.megatron.sequence_parallel", ("megatron",),
-            "written as verl uses it: its McoreEngineConfig turns sequence_parallel off at "
-            "tensor_model_parallel_size 1 (verl's default), while its YAML shows true",
-        )
-        for section in ("actor_rollout_ref.actor", "actor_rollout_ref.ref", "critic")
-    ),
-    *_per_model(
-        "override_config", ("megatron",),
-        "kept from the legacy megatron trainer on purpose: model_config and moe_config.freeze_moe_router "
-        "exist, so old command lines set them without `+`",
-    ),
-)
-
-
-def test_every_verl_engine_is_an_option_of_model_engine():
+@pytest.mark.parametrize("release", vr.RELEASES)
+def test_every_verl_engine_is_an_option_of_model_engine(release):
     """The surface is checked for each engine verl ships: none may be left out of this file's tests."""
-    assert set(vr.engines()) <= set(OUR_ENGINES), set(vr.engines()) - set(OUR_ENGINES)
-    assert all(set(entry.engines) <= set(ENGINES) for entry in ALLOWED)
-
-
-def allowed_for(engine: str) -> list[Allowed]:
-    return [entry for entry in ALLOWED if engine in entry.engines]
+    missing = set(vr.engines(release)) - set(OUR_ENGINES) - set(ENGINES_NOT_OFFERED)
+    assert not missing, missing
+    assert all(set(entry.engines) <= set(OUR_ENGINES) for entry in DIFFERENCES)
 
 
 def _get(tree: Any, path: str) -> Any:
@@ -141,17 +62,18 @@ def _same(ours: Any, verl: Any) -> bool:
 
 
 @pytest.fixture(scope="module")
-def resolved() -> dict[str, dict]:
+def resolved() -> dict[tuple[str, str], dict]:
     return {
-        engine: OmegaConf.to_container(verl_roles.compose([f"model_engine={engine}"]))
-        for engine in ENGINES
+        (release, engine): OmegaConf.to_container(
+            verl_roles.compose([f"model_engine={engine}", releases.choice(release)]))
+        for release, engine in CASES
     }
 
 
-def compare(engine: str, ours: dict) -> dict[str, list[str]]:
+def compare(release: str, engine: str, ours: dict) -> dict[str, list[str]]:
     """verl's leaves of ``engine`` sorted into same / different / missing, as ``path: detail`` lines."""
     found: dict[str, list[str]] = {"same": [], "different": [], "missing": []}
-    for path, leaf in vr.leaves(engine).items():
+    for path, leaf in vr.leaves(engine, release).items():
         try:
             value = _get(ours, path)
         except KeyError:
@@ -165,52 +87,56 @@ def compare(engine: str, ours: dict) -> dict[str, list[str]]:
     return found
 
 
-def coverage_report(engine: str, found: dict[str, list[str]]) -> str:
-    entries = allowed_for(engine)
+def coverage_report(release: str, engine: str, found: dict[str, list[str]]) -> str:
+    entries = for_engine(engine)
     listed = [line for kind in ("different", "missing") for line in found[kind]
               if any(fnmatch.fnmatchcase(line.split(":")[0], e.pattern) for e in entries)]
     total = sum(len(lines) for lines in found.values())
     return (
-        f"{engine}: {total} verl leaves: {len(found['same'])} present with verl's value, "
+        f"verl {release}, {engine}: {total} verl leaves: {len(found['same'])} present with verl's value, "
         f"{len(found['different'])} with another value, {len(found['missing'])} missing; "
         f"{len(listed)} of the differences allow-listed"
     )
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_every_verl_leaf_is_present_with_verls_value_or_allow_listed(engine, resolved):
-    found = compare(engine, resolved[engine])
-    entries = allowed_for(engine)
+@pytest.mark.parametrize(("release", "engine"), CASES, ids=IDS)
+def test_every_verl_leaf_is_present_with_verls_value_or_allow_listed(release, engine, resolved):
+    found = compare(release, engine, resolved[release, engine])
+    entries = for_engine(engine)
     unexplained = [
         f"{kind}: {line}"
         for kind in ("different", "missing")
         for line in found[kind]
         if not any(fnmatch.fnmatchcase(line.split(":")[0], e.pattern) for e in entries)
     ]
-    assert not unexplained, coverage_report(engine, found) + "\n" + "\n".join(unexplained)
+    assert not unexplained, coverage_report(release, engine, found) + "\n" + "\n".join(unexplained)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_no_allow_list_entry_is_stale(engine, resolved):
-    found = compare(engine, resolved[engine])
-    differing = [line.split(":")[0] for kind in ("different", "missing") for line in found[kind]]
+@pytest.mark.parametrize("engine", OUR_ENGINES)
+def test_no_deliberate_difference_is_stale(engine, resolved):
+    differing = [
+        line.split(":")[0]
+        for release, case_engine in CASES if case_engine == engine
+        for kind in ("different", "missing")
+        for line in compare(release, engine, resolved[release, engine])[kind]
+    ]
     stale = [
         entry.pattern
-        for entry in allowed_for(engine)
+        for entry in for_engine(engine)
         if not any(fnmatch.fnmatchcase(path, entry.pattern) for path in differing)
     ]
-    assert not stale, f"{engine}: allow-list entries that no longer match a difference (drop them): {stale}"
+    assert not stale, f"{engine}: differences that match no release's config any more (drop them): {stale}"
 
 
 # --------------------------------------------------------------------------- conversions
 
 
-def _class_of_target(target: str) -> str:
-    return vr.load("types.json")["targets"][target]
+def _class_of_target(target: str, release: str) -> str:
+    return vr.load("types.json", release)["targets"][target]
 
 
-def _fields(class_name: str) -> dict[str, Any]:
-    return vr.load("types.json")["dataclasses"][class_name]["fields"]
+def _fields(class_name: str, release: str) -> dict[str, Any]:
+    return vr.load("types.json", release)["dataclasses"][class_name]["fields"]
 
 
 def _dataclass_ref(descriptor: Any) -> str | None:
@@ -230,15 +156,15 @@ def _dict_value_ref(descriptor: Any) -> str | None:
     return None
 
 
-def foreign_keys(node: dict, class_name: str | None, path: str) -> list[str]:
+def foreign_keys(node: dict, class_name: str | None, path: str, release: str) -> list[str]:
     """Keys under ``node`` that verl's conversion would reject: not a field of the class it builds.
 
     verl instantiates every mapping with a ``_target_`` (at any depth) and builds a field declared as a
     dataclass from its mapping; a mapping under a field of any other type is searched for ``_target_``.
     """
     if "_target_" in node:
-        class_name = _class_of_target(node["_target_"])
-    fields = _fields(class_name) if class_name is not None else None
+        class_name = _class_of_target(node["_target_"], release)
+    fields = _fields(class_name, release) if class_name is not None else None
     problems = []
     for key, child in node.items():
         declared = None
@@ -253,15 +179,15 @@ def foreign_keys(node: dict, class_name: str | None, path: str) -> list[str]:
         if value_ref is not None:
             for name, entry in child.items():
                 if isinstance(entry, dict):
-                    problems += foreign_keys(entry, value_ref, f"{path}.{key}.{name}")
+                    problems += foreign_keys(entry, value_ref, f"{path}.{key}.{name}", release)
         else:
-            problems += foreign_keys(child, _dataclass_ref(declared), f"{path}.{key}")
+            problems += foreign_keys(child, _dataclass_ref(declared), f"{path}.{key}", release)
     return problems
 
 
-def prepared(section: str, node: dict, ours: dict) -> dict:
+def prepared(section: str, node: dict, ours: dict, release: str) -> dict:
     """``node`` after the preparation verl applies before converting ``section`` (the ref's)."""
-    steps = vr.load("conversions.json")["sections"][section].get("preparation", {}).get("steps", [])
+    steps = vr.load("conversions.json", release)["sections"][section].get("preparation", {}).get("steps", [])
     node = dict(node)
     for step in steps:
         if "copied_from" in step:
@@ -273,10 +199,10 @@ def prepared(section: str, node: dict, ours: dict) -> dict:
     return node
 
 
-def converted_sections(engine: str, ours: dict) -> list[tuple[str, dict, str | None]]:
+def converted_sections(release: str, ours: dict) -> list[tuple[str, dict, str | None]]:
     """(path, node, dataclass) of every section verl converts that our config has."""
     out = []
-    for section, info in vr.load("conversions.json")["sections"].items():
+    for section, info in vr.load("conversions.json", release)["sections"].items():
         declared = info.get("dataclass_type")
         parent, _, last = section.rpartition(".")
         if last == "*":
@@ -288,31 +214,32 @@ def converted_sections(engine: str, ours: dict) -> list[tuple[str, dict, str | N
                 continue
         for path, node in nodes.items():
             if isinstance(node, dict):
-                out.append((path, prepared(section, node, ours), declared))
+                out.append((path, prepared(section, node, ours, release), declared))
     return out
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_converted_sections_hold_only_fields_of_verls_dataclasses(engine, resolved):
-    ours = resolved[engine]
-    sections = converted_sections(engine, ours)
+@pytest.mark.parametrize(("release", "engine"), CASES, ids=IDS)
+def test_converted_sections_hold_only_fields_of_verls_dataclasses(release, engine, resolved):
+    ours = resolved[release, engine]
+    sections = converted_sections(release, ours)
     assert {"actor_rollout_ref.actor", "actor_rollout_ref.ref", "critic", "actor_rollout_ref.rollout"} <= {
         path for path, _, _ in sections
     }
-    problems = sorted({p for path, node, declared in sections for p in foreign_keys(node, declared, path)})
+    problems = sorted({p for path, node, declared in sections
+                       for p in foreign_keys(node, declared, path, release)})
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_every_converted_section_carries_verls_target(engine, resolved):
+@pytest.mark.parametrize(("release", "engine"), CASES, ids=IDS)
+def test_every_converted_section_carries_verls_target(release, engine, resolved):
     """verl converts these sections through their `_target_`: each must name the class verl uses."""
     wrong = []
-    for section, info in vr.load("conversions.json")["sections"].items():
+    for section, info in vr.load("conversions.json", release)["sections"].items():
         target = info.get("target_per_engine", {}).get(engine)
         if target is None:
             continue
         try:
-            ours = _get(resolved[engine], f"{section}._target_")
+            ours = _get(resolved[release, engine], f"{section}._target_")
         except KeyError:
             ours = None
         if ours != target:

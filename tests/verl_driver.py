@@ -1,4 +1,4 @@
-"""The verl side of the acceptance suite: what verl 0.9.1 does with a config before it starts Ray.
+"""The verl side of the acceptance suite: what the installed verl does with a config before it starts Ray.
 
 Run by ``tests/test_verl_acceptance.py`` in a Python where verl is importable (``VERL_PYTHON``),
 once for every case, because importing verl takes seconds:
@@ -14,12 +14,12 @@ overrides to compose with verl's own config tree. For each case, in order, each 
 
 1. ``validate_config``: ``verl.utils.config.validate_config(cfg, need_reference_policy(cfg),
    need_critic(cfg))`` on resolved.yaml loaded as Hydra hands it over (struct mode, unresolved).
-2. ``convert <section>``: every ``omega_conf_to_dataclass`` call verl 0.9.1 makes on the path of
-   ``python -m verl.trainer.main_ppo`` (the table :data:`CONVERSIONS`, each row naming the verl lines it
-   mirrors), after the same preparation verl applies (the reference policy's config is rebuilt from
-   the actor's as the engine worker does). :data:`ELSEWHERE` lists the call sites deliberately left out,
-   with the reason; :func:`call_site_audit` checks both lists against the installed verl's source, so a
-   verl that moves a call is noticed.
+2. ``convert <section>``: every ``omega_conf_to_dataclass`` call the installed release makes on the path
+   of ``python -m verl.trainer.main_ppo`` (its calls as frozen in tests/data/verl-<release>/; the table
+   :data:`CONVERSIONS` says how to make each kind), after the same preparation verl applies (the
+   reference policy's config is rebuilt from the actor's as the engine worker does). :data:`ELSEWHERE`
+   lists the sections deliberately left out, with the reason; :func:`call_site_audit` checks the frozen
+   calls against the installed verl's source, so a verl that moves a call is noticed.
 3. ``entry_point``: ``verl.trainer.main_ppo.main`` with ``--config-path RUN_DIR --config-name resolved``,
    only ``run_ppo`` replaced (``verl_reach_ray.py``): it must reach the point where Ray would start.
 
@@ -101,17 +101,21 @@ def build_tiny_model(model_dir: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# The conversions verl 0.9.1 makes on main_ppo's path.
+# The conversions verl makes on main_ppo's path. Which ones a release makes, and where, is data: the
+# calls scripts/freeze_verl_reference.py found in that release (tests/data/verl-<release>/
+# conversions.json); this table says how to make each kind the way verl does.
 # --------------------------------------------------------------------------------------------------
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @dataclass(frozen=True)
 class Conversion:
-    """One ``omega_conf_to_dataclass`` call: the config node, the dataclass named (None: the node's
-    ``_target_``), when verl makes it, and the verl source lines (package-relative) it mirrors."""
+    """One kind of ``omega_conf_to_dataclass`` call: the config node, the dataclass named (None: the
+    node's ``_target_``), and when verl makes it. ``frozen`` is the section as the frozen calls name it
+    (``<tool>`` is the entry of ``tool_config`` the profiler's ``tool`` names)."""
 
     section: str
-    mirrors: tuple[str, ...]
     dataclass: str | None = None
     when: str = "always"
     prepared: bool = False
@@ -121,169 +125,77 @@ class Conversion:
         suffix = f" as {self.dataclass.rsplit('.', 1)[1]}" if self.dataclass else ""
         return f"convert {self.section}{suffix}"
 
+    @property
+    def frozen(self) -> tuple[str, str | None]:
+        short = self.dataclass.rsplit(".", 1)[1] if self.dataclass else None
+        return self.section.removesuffix(".<tool>"), short
+
 
 CONVERSIONS: tuple[Conversion, ...] = (
-    Conversion(
-        "actor_rollout_ref.actor",
-        ("verl/utils/config.py:164", "verl/workers/engine_workers.py:593"),
-    ),
-    Conversion(
-        "actor_rollout_ref.actor.profiler",
-        ("verl/workers/engine_workers.py:487",),
-        dataclass="verl.utils.profiler.ProfilerConfig",
-    ),
-    Conversion(
-        "actor_rollout_ref.actor.profiler",
-        ("verl/workers/engine_workers.py:604",),
-        when="profiler set",
-    ),
-    Conversion(
-        "actor_rollout_ref.actor.profiler.tool_config.<tool>",
-        ("verl/workers/engine_workers.py:489",),
-        when="profiler tool with a tool_config",
-    ),
-    Conversion(
-        "actor_rollout_ref.ref",
-        ("verl/workers/engine_workers.py:553",),
-        when="reference policy in its own model",
-        prepared=True,
-    ),
-    Conversion(
-        "actor_rollout_ref.ref.profiler",
-        ("verl/workers/engine_workers.py:566",),
-        when="reference policy in its own model, profiler set",
-        prepared=True,
-    ),
-    Conversion(
-        "actor_rollout_ref.rollout",
-        (
-            "verl/workers/engine_workers.py:651",
-            "verl/experimental/agent_loop/agent_loop.py:504",
-            "verl/workers/rollout/replica.py:104",
-            "verl/workers/rollout/base.py:40",
-            "verl/workers/rollout/vllm_rollout/vllm_async_server.py:1095",
-            "verl/workers/rollout/sglang_rollout/async_sglang_server.py:164",
-            "verl/workers/rollout/trtllm_rollout/trtllm_async_server.py:115",
-        ),
-    ),
-    Conversion(
-        "actor_rollout_ref.rollout.checkpoint_engine",
-        (
-            "verl/workers/engine_workers.py:679",
-            "verl/trainer/ppo/ray_trainer.py:967",
-            "verl/trainer/ppo/v1/trainer_base.py:381",
-            "verl/trainer/ppo/v1/trainer_separate_async.py:165",
-        ),
-    ),
-    Conversion(
-        "actor_rollout_ref.model",
-        (
-            "verl/trainer/main_ppo_v0.py:189",
-            "verl/trainer/ppo/v1/trainer_base.py:703",
-            "verl/workers/engine_workers.py:540",
-            "verl/experimental/agent_loop/agent_loop.py:505",
-            "verl/workers/rollout/base.py:41",
-        ),
-    ),
-    Conversion(
-        "actor_rollout_ref.model",
-        (
-            "verl/workers/rollout/vllm_rollout/vllm_async_server.py:1099",
-            "verl/workers/rollout/sglang_rollout/async_sglang_server.py:165",
-            "verl/workers/rollout/trtllm_rollout/trtllm_async_server.py:116",
-        ),
-        dataclass="verl.workers.config.HFModelConfig",
-    ),
-    Conversion(
-        "critic",
-        (
-            "verl/utils/config.py:189",
-            "verl/trainer/ppo/ray_trainer.py:803",
-            "verl/trainer/ppo/v1/trainer_base.py:266",
-        ),
-        when="critic",
-    ),
-    Conversion(
-        "critic.profiler",
-        ("verl/trainer/ppo/ray_trainer.py:821", "verl/trainer/ppo/v1/trainer_base.py:274"),
-        when="critic, profiler set",
-    ),
-    Conversion(
-        "distillation",
-        (
-            "verl/trainer/ppo/ray_trainer.py:934",
-            "verl/trainer/ppo/v1/trainer_base.py:360",
-            "verl/workers/engine_workers.py:596",
-            "verl/experimental/teacher_loop/teacher_manager.py:87",
-            "verl/experimental/teacher_loop/teacher_model.py:180",
-        ),
-        when="distillation",
-    ),
-    Conversion(
-        "skip",
-        ("verl/utils/skip/skip_manager.py:40",),
-        dataclass="verl.utils.skip.config.SkipManagerConfig",
-    ),
-    Conversion(
-        "trainer.v1.separate_async.hybrid_rollout",
-        ("verl/trainer/ppo/v1/trainer_separate_async.py:86",),
-        when="v1 separate_async trainer",
-    ),
+    Conversion("actor_rollout_ref.actor"),
+    Conversion("actor_rollout_ref.actor.profiler", dataclass="verl.utils.profiler.ProfilerConfig"),
+    Conversion("actor_rollout_ref.actor.profiler", when="profiler set"),
+    Conversion("actor_rollout_ref.actor.profiler.tool_config.<tool>", when="profiler tool with a tool_config"),
+    Conversion("actor_rollout_ref.ref", when="reference policy in its own model", prepared=True),
+    Conversion("actor_rollout_ref.ref.profiler", when="reference policy in its own model, profiler set",
+               prepared=True),
+    Conversion("actor_rollout_ref.rollout"),
+    Conversion("actor_rollout_ref.rollout.checkpoint_engine"),
+    Conversion("actor_rollout_ref.model"),
+    Conversion("actor_rollout_ref.model", dataclass="verl.workers.config.HFModelConfig"),
+    Conversion("critic", when="critic"),
+    Conversion("critic.profiler", when="critic, profiler set"),
+    Conversion("distillation", when="distillation"),
+    Conversion("skip", dataclass="verl.utils.skip.config.SkipManagerConfig"),
+    Conversion("trainer.v1.separate_async.hybrid_rollout", when="v1 separate_async trainer"),
 )
 
-# Call sites of omega_conf_to_dataclass that main_ppo's path does not reach as a conversion of its own.
-ELSEWHERE: dict[str, str] = {
-    **{
-        f"verl/trainer/sft_trainer.py:{line}": "the SFT trainer (verl.trainer.sft_trainer), its own config"
-        for line in (141, 142, 143, 144, 145)
-    },
-    **{
-        f"verl/trainer/sft_trainer_ray.py:{line}": "the SFT trainer on Ray, its own config"
-        for line in (90, 91, 92, 93, 94)
-    },
-    **{
-        f"verl/experimental/fully_async_policy/fully_async_trainer.py:{line}": (
-            "the fully-async recipe's own entry point (fully_async_main); same sections as the rows above"
-        )
-        for line in (88, 220, 256)
-    },
-    **{
-        f"verl/experimental/separation/ray_trainer.py:{line}": (
-            "the separation trainer of the fully-async recipe; same sections as the rows above"
-        )
-        for line in (127, 149, 167)
-    },
-    "verl/workers/config/distillation.py:315": (
-        "inside DistillationConfig.__post_init__: runs as part of the distillation conversion"
-    ),
-    "verl/workers/rollout/vllm_rollout/vllm_async_server.py:187": (
-        "the rollout's profiler tool config, already a dataclass after the rollout conversion"
-    ),
-    "verl/workers/rollout/sglang_rollout/async_sglang_server.py:198": (
-        "the rollout's profiler tool config, already a dataclass after the rollout conversion"
-    ),
-    "verl/workers/rollout/trtllm_rollout/trtllm_async_server.py:507": (
-        "the rollout's profiler tool config, already a dataclass after the rollout conversion"
-    ),
-    "verl/workers/rollout/trtllm_rollout/trtllm_async_server.py:513": (
-        "the rollout's nsys tool config, already a dataclass after the rollout conversion"
-    ),
+# Frozen call sections that main_ppo's path does not reach as a conversion of its own, with the reason.
+ELSEWHERE: dict[str | None, str] = {
+    None: "a trainer of its own config (the SFT trainers), not a ppo_trainer section",
+    "distillation.teacher_models.*": "inside DistillationConfig.__post_init__: part of the distillation conversion",
+    "actor_rollout_ref.rollout.profiler.tool_config": (
+        "the rollout's profiler tool config, already a dataclass after the rollout conversion"),
+    "actor_rollout_ref.rollout.profiler.global_tool_config.nsys": (
+        "the rollout's nsys tool config, already a dataclass after the rollout conversion"),
 }
 
 PROFILER_TOOLS_WITH_CONFIG = ("npu", "nsys", "torch", "torch_memory", "precision_debugger")
 
 
-def call_site_audit(verl_root: Path) -> dict[str, list[str]]:
-    """Every ``omega_conf_to_dataclass(`` call in the installed verl must be a listed mirror or in
-    :data:`ELSEWHERE`, and every listed line must hold such a call. Returns the discrepancies."""
+def frozen_calls(version: str) -> list[dict[str, Any]] | None:
+    """The conversion calls frozen for verl ``version`` (None: no frozen reference of it)."""
+    path = DATA / f"verl-{version}" / "conversions.json"
+    return json.loads(path.read_text(encoding="utf-8"))["calls"] if path.is_file() else None
+
+
+def made_by(version: str) -> set[tuple[str, str | None]]:
+    """(section, dataclass) of every conversion verl ``version`` makes (its frozen calls)."""
+    return {(call["section"], call["dataclass_type"]) for call in frozen_calls(version) or ()}
+
+
+def call_site_audit(verl_root: Path, version: str) -> dict[str, list[str]]:
+    """The installed verl's ``omega_conf_to_dataclass(`` calls must be the frozen ones of its release
+    (else the reference is stale: freeze it again), and each frozen call must be a kind of
+    :data:`CONVERSIONS` or in :data:`ELSEWHERE`. Returns the discrepancies."""
     found: set[str] = set()
     for path in sorted(verl_root.rglob("*.py")):
         relative = f"verl/{path.relative_to(verl_root).as_posix()}"
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if "omega_conf_to_dataclass(" in line and not line.lstrip().startswith("def "):
                 found.add(f"{relative}:{number}")
-    listed = {site for conversion in CONVERSIONS for site in conversion.mirrors} | set(ELSEWHERE)
-    return {"unlisted": sorted(found - listed), "stale": sorted(listed - found), "count": [str(len(found))]}
+    calls = frozen_calls(version)
+    if calls is None:
+        return {"unlisted": sorted(found), "stale": [f"no frozen reference tests/data/verl-{version}/"],
+                "uncovered": [], "count": [str(len(found))]}
+    frozen = {f"{call['file']}:{call['line']}" for call in calls}
+    kinds = {conversion.frozen for conversion in CONVERSIONS}
+    uncovered = sorted(
+        f"{call['file']}:{call['line']} ({call['section']}, {call['dataclass_type']})" for call in calls
+        if (call["section"], call["dataclass_type"]) not in kinds and call["section"] not in ELSEWHERE
+    )
+    return {"unlisted": sorted(found - frozen), "stale": sorted(frozen - found), "uncovered": uncovered,
+            "count": [str(len(found))]}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -352,7 +264,7 @@ ROLE_CONVERSIONS = {
     "model": ("convert actor_rollout_ref.model", "convert actor_rollout_ref.model as HFModelConfig"),
 }
 
-NO_SUCH_FIELD = "<verl 0.9.1 has no such field>"
+NO_SUCH_FIELD = "<verl has no such field>"
 
 
 def read_attribute(obj: Any, path: str) -> Any:
@@ -484,6 +396,13 @@ def prepare_ref(cfg: Any) -> Any:
     return ref
 
 
+@functools.cache
+def verl_version() -> str:
+    import verl
+
+    return verl.__version__
+
+
 def lora_rank(cfg: Any) -> int:
     """The LoRA rank verl's trainer decides placement with (main_ppo_v0.py:44-46, trainer_base.py:232-234)."""
     model = cfg.actor_rollout_ref.model
@@ -496,6 +415,8 @@ def applies(conversion: Conversion, cfg: Any) -> str | None:
     from verl.trainer.distillation import is_distillation_enabled
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
 
+    if conversion.frozen not in made_by(verl_version()):
+        return f"verl {verl_version()} makes no such conversion"
     when = conversion.when
     if when.startswith("reference policy"):
         if not need_reference_policy(cfg):
@@ -658,7 +579,8 @@ def main(manifest_path: str, results_path: str) -> int:
     build_tiny_model(model_dir)
     verl_root = Path(verl.__file__).resolve().parent
     normalise = Normaliser({str(model_dir): "<model>", str(work_dir): "<work>", str(verl_root): "<verl>"})
-    results: dict[str, Any] = {"verl_version": verl.__version__, "call_sites": call_site_audit(verl_root)}
+    results: dict[str, Any] = {
+        "verl_version": verl.__version__, "call_sites": call_site_audit(verl_root, verl.__version__)}
     check = functools.partial(
         check_case_safely, normalise=normalise, known=manifest.get("known_failures", [])
     )

@@ -43,8 +43,8 @@ class DeliberateRefusal:
 DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
     DeliberateRefusal(
         "example:*",
-        "is not a rollout engine verl 0.9.1 has",
-        "rollout.name=hf: verl 0.9.1's rollout registry has vllm, sglang and trtllm; verl takes the config "
+        "is not a rollout engine verl ",
+        "rollout.name=hf: verl's rollout registry has vllm, sglang and trtllm; verl takes the config "
         "up to Ray and fails when a worker builds the rollout (get_rollout_class in rollout/base.py)",
     ),
     DeliberateRefusal(
@@ -52,7 +52,7 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "samples each data-parallel rank trains per mini batch",
         "ppo_micro_batch_size_per_gpu does not divide a rank's share of the mini batch (the "
         "rollout_correction examples: 8 per GPU, 32*1/8 = 4 samples per rank on verl's default 8 GPUs); "
-        "verl 0.9.1 takes the config up to Ray and fails at the first update: "
+        "verl takes the config up to Ray and fails at the first update: "
         "TrainingWorker.train_mini_batch (workers/engine_workers.py) gives each rank mini_batch_size // dp "
         "samples, and prepare_micro_batches (workers/engine/utils.py) asserts that count is a multiple of "
         "micro_batch_size_per_gpu (nothing clamps the micro batch)",

@@ -12,8 +12,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from verl_roles import releases
+
 DATA = Path(__file__).resolve().parent / "data"
-VERL_VERSION = "0.9.1"
+VERL_VERSION = releases.DEFAULT_RELEASE
+# Every release verl_roles supports has a frozen reference (tests/test_releases.py checks it).
+RELEASES = releases.supported()
 
 
 def reference_dir(version: str = VERL_VERSION) -> Path:

@@ -32,6 +32,7 @@ from hydra.core.override_parser.types import Override as HydraOverride
 from hydra.core.override_parser.types import OverrideType
 from hydra.errors import HydraException
 
+from verl_roles import releases
 from verl_roles.config_tree import ConfigTree, config_dir_path
 from verl_roles.errors import ConfigError, Problem, did_you_mean
 from verl_roles.layout import ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG
@@ -483,6 +484,10 @@ class CommandLine:
             elif override.parsed is not None:
                 choices[override.key] = str(override.value())
         return choices
+
+    def release(self) -> str:
+        """The verl release the command line picks (``verl_version=``), else the default one."""
+        return releases.chosen_on(self.group_choices().items())
 
     def chose(self, group: str) -> bool:
         """True when the command line picks an option of ``group`` (not a sweep of it)."""

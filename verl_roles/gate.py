@@ -35,12 +35,12 @@ from fnmatch import fnmatchcase
 
 from omegaconf import DictConfig, ListConfig
 
+from verl_roles import releases
 from verl_roles.errors import Problem
 from verl_roles.layout import ENGINE_TABLE, LORA_SECTIONS
 from verl_roles.omegaconf_adapter.nodes import raw_items
 from verl_roles.schema import KeyType, Tree, converted_sections, targets, tree
 from verl_roles.suggest import near_names
-from verl_roles.verl_target import VERL_TARGET_VERSION
 
 # Keys whose value names code that Hydra or verl imports and calls.
 CODE_KEYS = ("_target_", "()", "class", "factory")
@@ -230,10 +230,11 @@ class Findings:
     warnings: tuple[str, ...]
 
 
-def surface(engine: str) -> Surface:
-    """The surface of ``engine`` under the verl release we write for."""
+def surface(engine: str, release: str) -> Surface:
+    """The surface of ``engine`` under the verl ``release``."""
     own = (*(e.baseline for e in ENGINE_TABLE), *LORA_SECTIONS)
-    return Surface(tree(engine), targets(engine), converted_sections(engine), own, VERL_TARGET_VERSION)
+    return Surface(tree(engine, release), targets(engine, release), converted_sections(engine, release), own,
+                   release)
 
 
 def task_problems(cfg: DictConfig, surface: Surface) -> Findings:
@@ -310,7 +311,11 @@ def _added_key(
     guess = f"did you mean `{f'{section}.' if section else ''}{close[0]}`? " if close else ""
     listing = f"`verl-roles keys '{section}.*'` lists the keys of {where}" if section else (
         "`verl-roles keys` lists every key")
-    if surface.builds(section):
+    elsewhere = releases.elsewhere_problem_text(
+        path, surface.release, chosen=surface.release != releases.DEFAULT_RELEASE)
+    if elsewhere is not None:
+        problems.append(Problem(key=path, message=elsewhere[0], fix=elsewhere[1]))
+    elif surface.builds(section):
         target = surface.targets.get(section)
         built = f"as {target}" if target else "as a dataclass"
         problems.append(Problem(

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from verl_roles.releases import VERSION_KEY
+
 # The one primary config (conf/ppo_trainer.yaml); a command line without --config-name composes it.
 PRIMARY_CONFIG = "ppo_trainer"
 
@@ -230,4 +232,4 @@ ROLLOUT = ROLE_SECTIONS["rollout"]
 # The config groups a command line picks options of: the engine and each role's options. Every other
 # directory of conf/ is an internal group that these mount (actor, engine, optim, lora, ...), never
 # chosen on the command line; help, completion and error wording offer only these.
-SELECTABLE_GROUPS: tuple[str, ...] = (ENGINE_KEY, *ROLE_GROUPS.values())
+SELECTABLE_GROUPS: tuple[str, ...] = (ENGINE_KEY, VERSION_KEY, *ROLE_GROUPS.values())

@@ -30,7 +30,7 @@ from typing import ClassVar
 from hydra.core.override_parser.types import ChoiceSweep
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import paths
+from verl_roles import paths, releases
 from verl_roles.cmdline import CommandLine, Override
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import (
@@ -60,10 +60,13 @@ class LegacyKey:
 
     ``section`` marks a whole section that moved: every key under ``old`` moves under ``new``.
     ``convert`` translates the value when the two spellings differ in meaning (None: unchanged).
-    ``shipped``: the old key is in our config with a null value, as in verl 0.9.1's own config (its
+    ``shipped``: the old key is in our config with a null value, as in verl's own config (its
     legacy reward sections); null there means unset, and the key stays (null) once its value moved.
     ``open_target``: the current key is not in the config (``reward.reward_kwargs``, added with
     ``+``), so a ``+`` typed with the old key is kept.
+    ``alias``: the old key is verl's too, derived here from the new one (the flat LoRA keys), so the
+    entry applies under every release. Any other entry applies under a release whose config lacks the
+    old key: a key verl 0.8.0 has is no legacy key with ``verl_version=0.8.0``.
     """
 
     old: str
@@ -73,6 +76,14 @@ class LegacyKey:
     section: bool = False
     shipped: bool = False
     open_target: bool = False
+    alias: bool = False
+
+    def applies(self, release: str) -> bool:
+        """Whether the old key is legacy under ``release`` (see the class docstring)."""
+        return self.alias or self.shipped or not releases.has_key(release, self.old)
+
+    def why(self, release: str) -> str:
+        return self.reason.format(release=release)
 
     def new_key_for(self, key: str) -> str | None:
         """The current key for ``key``, or None when this entry does not cover ``key``."""
@@ -87,18 +98,18 @@ class LegacyKey:
 
 
 _LORA_REASON = "verl's flat LoRA keys are now the one structured `lora` block"
-_SKIP_REASON = "verl 0.9.1 moved rollout dumping to the top-level `skip` section"
+_SKIP_REASON = "verl {release} holds rollout dumping in the top-level `skip` section"
 _TEACHER_REASON = (
-    "verl 0.9.1 holds teachers by name under `distillation.teacher_models`, their pool in `distillation`"
+    "verl {release} holds teachers by name under `distillation.teacher_models`, their pool in `distillation`"
 )
 
 _REWARD_REASON = (
-    "verl 0.9.1 reads reward settings under `reward`; its legacy top-level reward keys have no effect "
+    "verl {release} reads reward settings under `reward`; its legacy top-level reward keys have no effect "
     "in its PPO trainer"
 )
 
-# verl 0.9.1's legacy reward keys (trainer/config/legacy_reward_impl.yaml, null in our config too) and
-# the Jan-2026 ones (reward_model/*.yaml, reward_manager.yaml), each where verl 0.9.1 reads it
+# verl's legacy reward keys (trainer/config/legacy_reward_impl.yaml since 0.8.0, null in our config too)
+# and the Jan-2026 ones (reward_model/*.yaml, reward_manager.yaml), each where verl reads it
 # (experimental/reward_loop/reward_loop.py migrate_legacy_reward_impl maps the same keys, but only the
 # fully-async entry point calls it). Moved key by key: a section set in part keeps the current
 # defaults for the rest (custom_reward_function.name stays compute_score, as in Jan 2026).
@@ -136,7 +147,7 @@ _REWARD_KEYS: tuple[LegacyKey, ...] = (
 # The one table of legacy key paths. Documented in the README ("Legacy keys").
 LEGACY_KEYS: tuple[LegacyKey, ...] = (
     *(
-        LegacyKey(f"{model}.{old}", f"{model}.{LORA_BLOCK}.{new}", _LORA_REASON, convert)
+        LegacyKey(f"{model}.{old}", f"{model}.{LORA_BLOCK}.{new}", _LORA_REASON, convert, alias=True)
         for model in MODEL_SECTIONS
         for old, new, convert in (
             ("lora_rank", "rank", None),
@@ -190,26 +201,35 @@ class RemovedKey:
     def covers(self, key: str) -> bool:
         return key == self.old or (self.section and key.startswith(self.old + "."))
 
+    def applies(self, release: str) -> bool:
+        """Whether the key is removed under ``release``: under every supported one, since each reads its
+        reward settings under ``reward`` only (verl 0.8.0 did already; the top-level reward sections
+        some of these keys sit in are null leftovers in each release's config)."""
+        return releases.is_supported(release)
+
+    def why(self, release: str) -> str:
+        return self.replaced_by.format(release=release)
+
 
 _RM_WORKER = (
-    "verl 0.9.1 has no FSDP/Megatron reward-model worker any more: the reward model is served by an "
+    "verl {release} has no FSDP/Megatron reward-model worker any more: the reward model is served by an "
     "inference engine, set with reward.reward_model.model_path and reward.reward_model.rollout.* "
     "(batching: max_num_seqs, max_num_batched_tokens; memory: gpu_memory_utilization; parallelism: "
     "tensor_model_parallel_size)"
 )
 
-# Jan-2026 reward-model keys verl 0.9.1 has nothing for (and two of verl 0.9.1's own legacy keys its
+# Jan-2026 reward-model keys no supported verl has anything for (and two of verl's own legacy keys its
 # migration ignores). Documented in the README ("Legacy keys").
 REMOVED_KEYS: tuple[RemovedKey, ...] = (
     RemovedKey(
         "reward_model.use_reward_loop",
-        "the reward loop is verl 0.9.1's only reward implementation (the legacy reward-model worker is "
+        "the reward loop is verl {release}'s only reward implementation (the legacy reward-model worker is "
         "gone); reward.reward_model.* configures its reward model",
         harmless=(True,),
     ),
     RemovedKey(
         "reward_model.launch_reward_fn_async",
-        "verl 0.9.1's reward loop always computes rewards asynchronously",
+        "verl {release}'s reward loop always computes rewards asynchronously",
         harmless=(True, False),
     ),
     *(
@@ -239,27 +259,27 @@ REMOVED_KEYS: tuple[RemovedKey, ...] = (
 )
 
 
-def find_removed(key: str) -> RemovedKey | None:
-    """The entry of :data:`REMOVED_KEYS` covering ``key``, if any."""
+def find_removed(key: str, release: str = releases.DEFAULT_RELEASE) -> RemovedKey | None:
+    """The entry of :data:`REMOVED_KEYS` covering ``key`` under ``release``, if any."""
     for entry in REMOVED_KEYS:
-        if entry.covers(key):
+        if entry.covers(key) and entry.applies(release):
             return entry
     return None
 
 
-def removed_problem(entry: RemovedKey, key: str, value: object, origin: str) -> Problem:
+def removed_problem(entry: RemovedKey, key: str, value: object, origin: str, release: str) -> Problem:
     return Problem(
         key=key,
-        message=f"is a legacy key verl 0.9.1 has no equivalent for (set to {element_text(value)})",
+        message=f"is a legacy key verl {release} has no equivalent for (set to {element_text(value)})",
         origin=origin,
-        fix=f"remove it: {entry.replaced_by}",
+        fix=f"remove it: {entry.why(release)}",
     )
 
 
-def removed_warning(entry: RemovedKey, key: str, value: object) -> str:
+def removed_warning(entry: RemovedKey, key: str, value: object, release: str) -> str:
     return (
         f"{key}={element_text(value)} is a legacy key with no current equivalent, dropped: "
-        f"{entry.replaced_by}. Remove it; {MIGRATE_HINT}."
+        f"{entry.why(release)}. Remove it; {MIGRATE_HINT}."
     )
 
 # Deprecated primary config names -> the overrides that replace them on the primary config.
@@ -270,9 +290,12 @@ LEGACY_CONFIG_NAMES: dict[str, list[str]] = {
 MIGRATE_HINT = "`verl-roles migrate ...` rewrites a whole command line"
 
 
-def find(key: str) -> tuple[LegacyKey, str] | None:
-    """The table entry covering the dotted ``key`` and the current key it maps to, if legacy."""
+def find(key: str, release: str = releases.DEFAULT_RELEASE) -> tuple[LegacyKey, str] | None:
+    """The table entry covering the dotted ``key`` and the current key it maps to, if legacy under
+    ``release``."""
     for entry in LEGACY_KEYS:
+        if not entry.applies(release):
+            continue
         new = entry.new_key_for(key)
         if new is not None:
             return entry, new
@@ -318,12 +341,12 @@ def _converted_value_text(entry: LegacyKey, override: Override) -> str | None:
     return typed if converted == value else element_text(converted)
 
 
-def translate_override(override: Override) -> Translation | None:
-    """The translation of one override, or None when it uses no legacy key (a group choice, an
-    ``@package`` override and every current key pass unchanged)."""
+def translate_override(override: Override, release: str = releases.DEFAULT_RELEASE) -> Translation | None:
+    """The translation of one override, or None when it uses no key legacy under ``release`` (a group
+    choice, an ``@package`` override and every current key pass unchanged)."""
     if override.is_group or override.package is not None:
         return None
-    hit = find(override.key)
+    hit = find(override.key, release)
     if hit is None:
         return None
     entry, new_key = hit
@@ -351,9 +374,10 @@ class Removal:
     token: str
     value: object
     harmless: bool
+    release: str
 
     def message(self) -> str:
-        return removed_warning(self.entry, self.key, self.value)
+        return removed_warning(self.entry, self.key, self.value, self.release)
 
 
 @dataclass(frozen=True)
@@ -366,17 +390,17 @@ class TranslatedCommand:
     removals: tuple[Removal, ...] = ()
 
 
-def _removal(override: Override) -> Removal | None:
+def _removal(override: Override, release: str) -> Removal | None:
     if override.is_group or override.package is not None:
         return None
-    entry = find_removed(override.key)
+    entry = find_removed(override.key, release)
     if entry is None:
         return None
     value = override.value() if override.parsed is not None else override.value_text
     harmless = override.is_delete or (
         not override.is_sweep and any(type(value) is type(h) and value == h for h in entry.harmless)
     )
-    return Removal(entry, override.key, override.text, value, harmless)
+    return Removal(entry, override.key, override.text, value, harmless, release)
 
 
 def translate_command(command: CommandLine, refuse_removed: bool = True) -> TranslatedCommand:
@@ -384,20 +408,24 @@ def translate_command(command: CommandLine, refuse_removed: bool = True) -> Tran
     touched). A legacy override whose current key is also on the command line with the same value
     is dropped; with a different value it is a :class:`ConfigError` naming both. An override of a key
     with no current equivalent is dropped; unless its value is harmless it is a :class:`ConfigError`
-    naming what replaced it (with ``refuse_removed``; ``verl-roles migrate`` only lists it)."""
-    removals = {id(o): r for o in command.key_overrides() if (r := _removal(o)) is not None}
+    naming what replaced it (with ``refuse_removed``; ``verl-roles migrate`` only lists it). Legacy
+    means legacy under the release the command line picks (``verl_version=``, else the default)."""
+    release = command.release()
+    removals = {id(o): r for o in command.key_overrides() if (r := _removal(o, release)) is not None}
     refused = [r for r in removals.values() if not r.harmless]
     if refused and refuse_removed:
         origin = "the command line override `{}`"
-        raise ConfigError([removed_problem(r.entry, r.key, r.value, origin.format(r.token)) for r in refused])
+        raise ConfigError([removed_problem(r.entry, r.key, r.value, origin.format(r.token), release)
+                           for r in refused])
     if removals:
         command = command.rewritten(lambda o: [] if id(o) in removals else None)
-    translated = _translate_keys(command)
+    translated = _translate_keys(command, release)
     return TranslatedCommand(translated.command, translated.translations, tuple(removals.values()))
 
 
-def _translate_keys(command: CommandLine) -> TranslatedCommand:
-    translations = {id(o): t for o in command.key_overrides() if (t := translate_override(o)) is not None}
+def _translate_keys(command: CommandLine, release: str) -> TranslatedCommand:
+    translations = {
+        id(o): t for o in command.key_overrides() if (t := translate_override(o, release)) is not None}
     if not translations:
         return TranslatedCommand(command, ())
 
@@ -488,11 +516,13 @@ class LegacyReport:
     step: ClassVar[str] = "legacy"
 
 
-def _legacy_keys_in(cfg: DictConfig) -> Iterator[tuple[LegacyKey, str, object]]:
-    """``(entry, old key, unresolved value)`` for every legacy leaf present in ``cfg``."""
+def _legacy_keys_in(cfg: DictConfig, release: str) -> Iterator[tuple[LegacyKey, str, object]]:
+    """``(entry, old key, unresolved value)`` for every leaf present in ``cfg`` legacy under ``release``."""
     # Runs on every compose: look each parent section up once and test key membership only.
     parents: dict[str, object] = {}
     for entry in LEGACY_KEYS:
+        if not entry.applies(release):
+            continue
         parent_key, _, leaf = entry.old.rpartition(".")
         if parent_key not in parents:
             parents[parent_key] = OmegaConf.select(cfg, parent_key, default=None)
@@ -507,10 +537,12 @@ def _legacy_keys_in(cfg: DictConfig) -> Iterator[tuple[LegacyKey, str, object]]:
                 yield entry, paths.dotted(key), leaf
 
 
-def _removed_keys_in(cfg: DictConfig) -> Iterator[tuple[RemovedKey, str, object]]:
+def _removed_keys_in(cfg: DictConfig, release: str) -> Iterator[tuple[RemovedKey, str, object]]:
     """``(entry, key, unresolved value)`` for every key with no current equivalent a file set (null is
-    unset: verl 0.9.1 keeps two of them at null, and null was the Jan-2026 default of most)."""
+    unset: verl keeps two of them at null, and null was the Jan-2026 default of most)."""
     for entry in REMOVED_KEYS:
+        if not entry.applies(release):
+            continue
         value = raw_at(cfg, entry.old)
         if value is ABSENT:
             continue
@@ -523,18 +555,19 @@ def _set_on_command_line(key: str, cli_keys: set[str]) -> bool:
 
 
 def normalize_config(
-    cfg: DictConfig, command: CommandLine, stock_config: Callable[[str], DictConfig]
+    cfg: DictConfig, command: CommandLine, stock_config: Callable[[str, str], DictConfig]
 ) -> LegacyReport:
     """Move every legacy key a config file put into the composed ``cfg`` to its current key.
 
     ``command`` is the (already translated) command line: a value set there wins over a config
     file, as always in Hydra. Otherwise the legacy value is used unless the file also set the current
-    key to a different value, which is an error naming both keys. ``stock_config(engine)`` is our own
-    config for an engine with no user input (it tells a value a file set from a default); it is asked
+    key to a different value, which is an error naming both keys. ``stock_config(engine, release)`` is
+    our own config for an engine and release with no user input (it tells a value a file set from a default); it is asked
     only when a config file uses a legacy key.
     """
-    found = list(_legacy_keys_in(cfg))
-    removed = list(_removed_keys_in(cfg))
+    release = releases.release_of(cfg)
+    found = list(_legacy_keys_in(cfg, release))
+    removed = list(_removed_keys_in(cfg, release))
     if not found and not removed:
         return LegacyReport()
     engine = str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE))
@@ -544,10 +577,11 @@ def normalize_config(
     dropped: list[str] = []
     for entry, key, value in removed:
         if any(type(value) is type(h) and value == h for h in entry.harmless):
-            warn(removed_warning(entry, key, value) + " (from a config file)", ConfigDeprecationWarning)
+            warn(removed_warning(entry, key, value, release) + " (from a config file)",
+                 ConfigDeprecationWarning)
             dropped.append(key)
         else:
-            problems.append(removed_problem(entry, key, value, "a config file"))
+            problems.append(removed_problem(entry, key, value, "a config file", release))
     for entry, old_key, old_value in found:
         new_key = entry.new_key_for(old_key)
         assert new_key is not None
@@ -576,7 +610,7 @@ def normalize_config(
             moves.append(LegacyMove(old_key, new_key, new_value, dropped=True))
             continue
         current = raw_at(cfg, new_key)
-        default = raw_at(stock_config(engine), new_key)
+        default = raw_at(stock_config(engine, release), new_key)
         if current not in (default, new_value):
             problems.append(
                 Problem(
@@ -602,7 +636,7 @@ def normalize_config(
         if not move.dropped:
             paths.assign(cfg, move.new_key, move.value, add=True)
     for entry in LEGACY_KEYS:
-        if raw_at(cfg, entry.old) is ABSENT:
+        if not entry.applies(release) or raw_at(cfg, entry.old) is ABSENT:
             continue
         if entry.shipped:
             # verl's config keeps its legacy reward keys (null): only the values moved are reset.
@@ -611,7 +645,7 @@ def normalize_config(
                     paths.assign(cfg, move.old_key, None)
         else:
             paths.delete(cfg, entry.old)
-    stock = stock_config(engine) if dropped else None
+    stock = stock_config(engine, release) if dropped else None
     for key in dropped:
         if raw_at(stock, key) is ABSENT:
             paths.delete(cfg, key)

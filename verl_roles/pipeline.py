@@ -23,6 +23,7 @@ from verl_roles.flat_lora import FlatLoraReport, add_flat_lora_keys
 from verl_roles.layout import ENGINE_KEY, engine
 from verl_roles.notices import warn
 from verl_roles.omegaconf_adapter.nodes import resolve_in_place
+from verl_roles.releases import release_of
 from verl_roles.rules import NOTICES, RULES, validate
 from verl_roles.rules.sections import section_problems
 from verl_roles.rules.tables import removed_checked_keys
@@ -37,14 +38,15 @@ class StepInputs:
 
     ``command`` is the command line the config was composed with (already read by
     :func:`verl_roles.legacy.read_command_line`); ``choices`` the option chosen for each config group
-    (Hydra's runtime choices); ``stock_config(engine)`` our own config for an engine with no user input
+    (Hydra's runtime choices); ``stock_config(engine, release)`` our own config for an engine and a verl
+    release with no user input
     (the legacy step compares a config file's values with it); ``file_origin(key)`` the user's file (and
     line) that set ``key``, for messages, when the caller can tell. The caller composes; no step does.
     """
 
     command: CommandLine
     choices: Mapping[str, str | None]
-    stock_config: Callable[[str], DictConfig]
+    stock_config: Callable[[str, str], DictConfig]
     file_origin: Callable[[str], str | None] | None = None
 
     def origin_of(self, key: str) -> str:
@@ -76,7 +78,8 @@ def _check_inputs(cfg: DictConfig) -> None:
 def _gate(resolved: DictConfig, inputs: StepInputs) -> list[Problem]:
     """The gate on what the run will use (:mod:`verl_roles.gate`): its warnings now, its problems for the
     one report, each saying where its value came from."""
-    findings = gate.task_problems(resolved, gate.surface(engine(resolved.get(ENGINE_KEY)).name))
+    findings = gate.task_problems(
+        resolved, gate.surface(engine(resolved.get(ENGINE_KEY)).name, release_of(resolved)))
     for message in findings.warnings:
         warn(message)
     return [replace(p, origin=p.origin or inputs.origin_of(p.key)) for p in findings.problems]
@@ -126,11 +129,11 @@ def finalize(
         notices=NOTICES,
         followed=followed,
     )
-    # verl 0.9.1's McoreEngineConfig turns sequence_parallel off at tensor parallel size 1: write that.
+    # verl's McoreEngineConfig turns sequence_parallel off at tensor parallel size 1: write that.
     sequence_parallel_report = write_effective_sequence_parallel(resolved, inputs.command, followed)
     if observe is not None:
         observe(sequence_parallel_report, resolved)
-    # verl 0.9.1's FSDP and VeOmni engines read LoRA from flat keys: write them, derived from the block.
+    # verl's FSDP and VeOmni engines read LoRA from flat keys: write them, derived from the block.
     flat_report = add_flat_lora_keys(resolved)
     if observe is not None:
         observe(flat_report, resolved)

@@ -41,6 +41,7 @@ from verl_roles.limits import read_config_file
 from verl_roles.notices import ConfigWarning
 from verl_roles.omegaconf_adapter.yaml_dialect import dump, load_plain
 from verl_roles.pipeline import finalize
+from verl_roles.releases import release_of
 from verl_roles.rules import RULES, validate
 from verl_roles.run_files import RESOLVED, run_files
 from verl_roles.summary import summarize
@@ -550,7 +551,7 @@ def check_written_run(run_dir: Path) -> DictConfig:
     if problems:
         raise ConfigError(problems)
     cfg = OmegaConf.create(data)
-    findings = gate.task_problems(cfg, gate.surface(str(cfg.get(ENGINE_KEY, ""))))
+    findings = gate.task_problems(cfg, gate.surface(str(cfg.get(ENGINE_KEY, "")), release_of(cfg)))
     for message in findings.warnings:
         warnings.warn(message, ConfigWarning, stacklevel=2)
     try:

@@ -2,14 +2,15 @@
 
 One source of truth per key:
 
-- a key verl 0.9.1 types takes exactly the type verl declares for it, read from
-  ``verl_reference.json`` (generated from the frozen verl reference by
-  scripts/generate_verl_schema.py; verl's unions, ``Optional``, ``list[int]``, ``Literal``...);
+- a key the chosen verl release types takes exactly the type it declares, read from the release's
+  generated data (:mod:`verl_roles.releases`; verl's unions, ``Optional``, ``list[int]``,
+  ``Literal``...);
 - every other key takes its type from :mod:`verl_roles.own_types`: our own keys, and verl keys no
   dataclass of verl types (``trainer.*``, ``data.*``...), each no stricter than the verl code that
   reads it.
 
-Defaults live only in the YAML files under ``conf/``. A single pass over the composed config checks
+Defaults live only in the YAML files under ``conf/`` and, for another release than the tree's, in the
+release's generated layer. A single pass over the composed config checks
 every value, so ``trainer.nnodes=abc`` is caught when the config is composed, not hours later in a
 worker. Keys a user adds with ``+key=value`` are not in the schema and are not checked.
 
@@ -25,7 +26,6 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig
@@ -35,16 +35,14 @@ from verl_roles.layout import ENGINE_KEY, ENGINE_TABLE, ROLES
 from verl_roles.layout import engine as layout_engine
 from verl_roles.omegaconf_adapter.nodes import ABSENT, raw_at, raw_items
 from verl_roles.own_types import OWN_TYPES
-
-REFERENCE_FILE = Path(__file__).with_name("verl_reference.json")
+from verl_roles.releases import DEFAULT_RELEASE, reference, release_of
 
 Check = Callable[[object], bool]
 
 
-@cache
-def verl_reference() -> dict[str, Any]:
-    """The generated verl facts: ``types`` (path -> type, or {engine: type}) and ``names`` lists."""
-    return json.loads(REFERENCE_FILE.read_text(encoding="utf-8"))
+def verl_reference(release: str = DEFAULT_RELEASE) -> dict[str, Any]:
+    """The generated facts of a verl release (:func:`verl_roles.releases.reference`)."""
+    return reference(release)
 
 
 # --- the type language -----------------------------------------------------------------------------
@@ -210,10 +208,11 @@ MIRROR = "="
 
 
 @cache
-def declared_types(engine: str) -> dict[str, KeyType]:
-    """Every typed key path (leaves; sections only where a type is declared for them) under ``engine``."""
+def declared_types(engine: str, release: str = DEFAULT_RELEASE) -> dict[str, KeyType]:
+    """Every typed key path (leaves; sections only where a type is declared for them) under ``engine`` and
+    the verl ``release``."""
     texts: dict[str, str] = {}
-    for path, text in verl_reference()["types"].items():
+    for path, text in verl_reference(release)["types"].items():
         if isinstance(text, dict):
             if engine not in text:
                 continue
@@ -254,10 +253,10 @@ Tree = dict[str, tuple[KeyType | None, "Tree | None"]]
 
 
 @cache
-def tree(engine: str) -> Tree:
+def tree(engine: str, release: str = DEFAULT_RELEASE) -> Tree:
     """The schema as nested mappings, walked side by side with the config."""
     root: dict[str, list[Any]] = {}
-    for path, key_type in declared_types(engine).items():
+    for path, key_type in declared_types(engine, release).items():
         node = root
         keys = path.split(".")
         for key in keys[:-1]:
@@ -280,7 +279,8 @@ def type_problems(cfg: DictConfig) -> Iterator[Problem]:
     keys a user added with ``+`` (not in the schema).
     """
     name = raw_at(cfg, ENGINE_KEY)
-    yield from _check(cfg, tree(str(None if name is ABSENT or isinstance(name, dict) else name)), "")
+    engine = str(None if name is ABSENT or isinstance(name, dict) else name)
+    yield from _check(cfg, tree(engine, release_of(cfg)), "")
 
 
 def _check(node: DictConfig, tree: Tree, prefix: str) -> Iterable[Problem]:
@@ -325,10 +325,10 @@ def _shown(value: DictConfig | ListConfig) -> object:
 
 
 @cache
-def targets(engine: str) -> dict[str, str]:
-    """Section path -> the ``_target_`` class verl builds it with, under ``engine``."""
+def targets(engine: str, release: str = DEFAULT_RELEASE) -> dict[str, str]:
+    """Section path -> the ``_target_`` class verl builds it with, under ``engine`` and ``release``."""
     found = {}
-    for path, target in verl_reference()["targets"].items():
+    for path, target in verl_reference(release)["targets"].items():
         if isinstance(target, dict):
             if engine not in target:
                 continue
@@ -338,17 +338,17 @@ def targets(engine: str) -> dict[str, str]:
 
 
 @cache
-def converted_sections(engine: str) -> tuple[str, ...]:
+def converted_sections(engine: str, release: str = DEFAULT_RELEASE) -> tuple[str, ...]:
     """The sections verl builds a dataclass from under ``engine`` (``*`` stands for any one key)."""
-    return tuple(path for path, engines in verl_reference()["converted"].items() if engine in engines)
+    return tuple(path for path, engines in verl_reference(release)["converted"].items() if engine in engines)
 
 
-def engine_strategies(engine: str) -> tuple[str, ...]:
+def engine_strategies(engine: str, release: str = DEFAULT_RELEASE) -> tuple[str, ...]:
     """The ``strategy`` values a role runs ``engine`` with (what verl's engine config asserts)."""
-    return tuple(verl_reference()["strategies"].get(engine, ()))
+    return tuple(verl_reference(release)["strategies"].get(engine, ()))
 
 
-def verl_names(kind: str) -> tuple[str, ...]:
+def verl_names(kind: str, release: str = DEFAULT_RELEASE) -> tuple[str, ...]:
     """One of verl's name lists (``adv_estimator``, ``policy_loss_mode``, ``reward_manager``,
-    ``loss_agg_mode``), as frozen from verl 0.9.1."""
-    return tuple(verl_reference()["names"][kind])
+    ``loss_agg_mode``, ...), as frozen from the verl ``release``."""
+    return tuple(verl_reference(release)["names"].get(kind, ()))

@@ -1,7 +1,7 @@
-"""Write Megatron's ``sequence_parallel`` as verl 0.9.1 uses it: off wherever the tensor parallel size is 1.
+"""Write Megatron's ``sequence_parallel`` as verl uses it: off wherever the tensor parallel size is 1.
 
-verl's ``McoreEngineConfig`` turns ``sequence_parallel`` off, with a warning, when its
-``tensor_model_parallel_size`` is 1 (sequence parallelism splits along the tensor-parallel group; with
+verl's ``McoreEngineConfig`` (in every release verl_roles supports) turns ``sequence_parallel`` off, with a
+warning, when its ``tensor_model_parallel_size`` is 1 (sequence parallelism splits along the tensor-parallel group; with
 none there is nothing to split). Our Megatron baseline defaults it to true, as verl's YAML does, so
 without this step resolved.yaml and roles/*.yaml would show ``true`` for a role verl runs without it.
 
@@ -26,15 +26,11 @@ from verl_roles.cmdline import CommandLine
 from verl_roles.layout import ENGINE_KEY, MEGATRON, ROLES, engine
 from verl_roles.notices import warn
 from verl_roles.rules.runner import source_of
-from verl_roles.verl_target import VERL_TARGET_VERSION
 
 SEQUENCE_PARALLEL = "sequence_parallel"
 TENSOR_PARALLEL = "tensor_model_parallel_size"
 # Why the step wrote false, as `verl-roles explain` and the warning word it.
-TURNED_OFF = (
-    f"verl {VERL_TARGET_VERSION} turns sequence_parallel off at tensor_model_parallel_size 1 "
-    "(McoreEngineConfig)"
-)
+TURNED_OFF = "verl turns sequence_parallel off at tensor_model_parallel_size 1 (McoreEngineConfig)"
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from omegaconf.errors import (
     UnsupportedInterpolationType,
 )
 
+from verl_roles import releases
 from verl_roles.cmdline import CommandLine
 from verl_roles.config_tree import is_internal_group
 from verl_roles.errors import (
@@ -45,8 +46,10 @@ from verl_roles.errors import (
     yaml_problem,
 )
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES, SELECTABLE_GROUPS
+from verl_roles.releases import DEFAULT_RELEASE, VERSION_KEY, is_supported
 from verl_roles.schema import declared_types
 from verl_roles.suggest import LOOSE, near_keys, near_names
+from verl_roles.verl_differences import ENGINES_NOT_OFFERED
 
 LIBRARY_ERRORS = (ConfigCompositionException, OmegaConfBaseException, OverrideParseException, yaml.YAMLError)
 
@@ -268,6 +271,17 @@ def _missing_option_problem(error: MissingConfigException, command: CommandLine)
     if is_internal_group(group):
         return _internal_group_problem(group, option, command.origin_of(group), command)
     options = sorted(str(o) for o in error.options or ())
+    if group == ENGINE_KEY and option in ENGINES_NOT_OFFERED:
+        shipping = " and ".join(f"verl {r}" for r in releases.with_engine(option)) or "verl"
+        return Problem(
+            key=group,
+            message=f"has no option {option!r}: the {option} engine of {shipping} is not one verl_roles "
+            f"offers ({ENGINES_NOT_OFFERED[option]})",
+            expected="one of " + ", ".join(options) if options else "",
+            origin=command.origin_of(group),
+            fix="run it with verl's own config (python -m verl.trainer.main_ppo), or pick one of "
+            f"{', '.join(options)}",
+        )
     close = [f"{group}={guess}" for guess in near_names(option, options, cutoff=LOOSE)]
     fix = did_you_mean(close) or (f"pick one, e.g. `{group}={options[0]}`" if options else "")
     return Problem(
@@ -298,6 +312,10 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
     engine_only = engine_only_problem(key, command, knowledge, origin)
     if engine_only is not None:
         return engine_only
+    release = command.release()
+    elsewhere = releases.elsewhere_problem_text(key, release, command.chose(releases.VERSION_KEY))
+    if elsewhere is not None:
+        return Problem(key=key, message=elsewhere[0], origin=origin, fix=elsewhere[1])
     guesses = knowledge.suggestions(key, override.value() if override is not None else None)
     return unknown_key(
         key, because='Hydra says "not in struct"', guesses=guesses, write=lambda guess: f"{guess}={value}",
@@ -394,6 +412,8 @@ class KeyKnowledge:
         chosen = (k.partition("=")[2] for k in base if k.startswith(f"{ENGINE_KEY}="))
         default_engine = next(chosen, DEFAULT_ENGINE)
         self.engine = command.engine(default_engine)
+        chosen = command.group_choices().get(VERSION_KEY)
+        self.release = chosen if is_supported(chosen) else DEFAULT_RELEASE
         self._keys[self.engine] = {k for k in base if "=" not in k}
 
     @property
@@ -440,7 +460,7 @@ class KeyKnowledge:
         """The keys the user may have meant by ``key`` (:func:`verl_roles.suggest.near_keys`), of a type
         that accepts the typed ``value`` when it is given; else the group a misspelt group choice meant
         (``model_enginez=megatron``: only the groups a user chooses)."""
-        types = declared_types(self.engine)
+        types = declared_types(self.engine, self.release)
 
         def fits(candidate: str) -> bool:
             declared = types.get(candidate)

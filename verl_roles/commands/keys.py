@@ -31,6 +31,7 @@ from verl_roles.key_docs import MountedFile, key_comments
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.legacy import read_command_line
 from verl_roles.pipeline import check_composition
+from verl_roles.releases import release_of
 from verl_roles.role_table import cell
 from verl_roles.schema import declared_types
 from verl_roles.wording import LIBRARY_ERRORS, raise_translated
@@ -98,7 +99,7 @@ def key_entries(command: CommandLine) -> list[KeyEntry]:
     except (ConfigError, *LIBRARY_ERRORS) as error:
         raise_translated(error, command)
     comments = key_comments(_mounted(files, command.tree))
-    types = declared_types(str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE)))
+    types = declared_types(str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE)), release_of(cfg))
     container = OmegaConf.to_container(cfg, resolve=False)
     entries = []
     for path, raw in paths.leaves(container):

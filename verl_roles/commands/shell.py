@@ -25,10 +25,10 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from verl_roles import releases
 from verl_roles.cmdline import HELP, NO_VALUE, CommandLine, FlagSpec
 from verl_roles.commands.reporting import DEBUG_FLAG, run_reporting_errors, say
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.verl_target import VERL_TARGET_VERSION
 
 PROGRAM = "verl-roles"
 WIDTH = 100
@@ -228,14 +228,16 @@ def help_text(command: Command) -> str:
 
 
 def version_text() -> str:
-    """What ``--version`` prints: our version, the verl release we write configs for (the version seam,
-    :mod:`verl_roles.verl_target`) and the Hydra and OmegaConf we compose with."""
+    """What ``--version`` prints: our version, the verl releases we write configs for (the release seam,
+    :mod:`verl_roles.releases`: the default one and every one ``verl_version=`` picks) and the Hydra and
+    OmegaConf we compose with."""
     import hydra
     import omegaconf
 
     from verl_roles import __version__
 
     return (
-        f"verl_roles {__version__} (writes trainer configs for verl {VERL_TARGET_VERSION}; "
+        f"verl_roles {__version__} (writes trainer configs for verl {releases.DEFAULT_RELEASE}; "
+        f"{releases.VERSION_KEY}= picks one of {', '.join(releases.supported())}; "
         f"Hydra {hydra.__version__}, OmegaConf {omegaconf.__version__})"
     )

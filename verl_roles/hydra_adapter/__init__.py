@@ -9,10 +9,12 @@ when a Hydra release changes it (Hydra is pinned below 1.4, OmegaConf below 2.4)
 ``loader`` (composition, caches, defaults-list layers)
   - ``hydra._internal.config_loader_impl.ConfigLoaderImpl``: subclassed; overrides
     ``load_configuration``, ``load_sweep_config``, ``_load_configuration_impl``,
-    ``_parse_overrides_and_create_caching_repo``, ``_compose_config_from_defaults_list``; calls
+    ``_parse_overrides_and_create_caching_repo``, ``_compose_config_from_defaults_list``,
+    ``_load_single_config`` (a release's layer over each shipped file); calls
     ``_process_config_searchpath``, ``compute_defaults_list`` and ``_load_single_config`` (explain's
     layers) -- tests/test_compose_cache.py (``test_cached_compose_and_fast_resolution_equal_stock_hydra``),
-    tests/test_explain.py (``test_chain_is_exact_for_every_key``), tests/test_sweep.py.
+    tests/test_explain.py (``test_chain_is_exact_for_every_key``), tests/test_sweep.py,
+    tests/test_verl_surface.py (every release's leaves).
   - ``hydra._internal.config_loader_impl.create_defaults_list``: the module global that
     ``_load_configuration_impl`` calls is replaced, for one call of our loader under a lock, by its
     memoized version (no subclass hook reaches it) -- tests/test_compose_cache.py.

@@ -26,6 +26,7 @@ from hydra.types import RunMode
 from hydra.version import VersionBase
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from verl_roles import releases
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.hydra_adapter.caches import defaults_list_memo
 from verl_roles.hydra_adapter.loader import ConfigLoader
@@ -134,14 +135,15 @@ def compose_with_choices(
     return split_hydra(compose_full(config_name, overrides, config_dir))
 
 
-@lru_cache(maxsize=4)
-def stock_config(engine: str) -> DictConfig:
-    """Our own config for ``engine`` with no user input (unresolved; shared: read it, never change it).
+@lru_cache(maxsize=8)
+def stock_config(engine: str, release: str = releases.DEFAULT_RELEASE) -> DictConfig:
+    """Our own config for ``engine`` and verl ``release`` with no user input (unresolved; shared: read
+    it, never change it).
 
     Composed when asked (the legacy step asks only when a config file uses a legacy key), once per
-    engine per process.
+    engine and release per process.
     """
-    return compose_raw(PRIMARY_CONFIG, [f"{ENGINE_KEY}={engine}"])
+    return compose_raw(PRIMARY_CONFIG, [f"{ENGINE_KEY}={engine}", releases.choice(release)])
 
 
 @lru_cache(maxsize=16)
@@ -200,6 +202,7 @@ def defaults_layers(
         loader = _private_loader(config_dir)
         _, repo = loader._parse_overrides_and_create_caching_repo(config_name, list(overrides))
         defaults = loader.compute_defaults_list(config_name, list(overrides), RunMode.RUN)
+        loader.use_layer_of(defaults.defaults)
         layers = []
         for default in defaults.defaults:
             if default.config_path is None or default.config_path.startswith("hydra/"):

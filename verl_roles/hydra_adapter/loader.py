@@ -35,7 +35,7 @@ from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles import containment, gate
+from verl_roles import containment, gate, releases
 from verl_roles.cmdline import hydra_parse
 from verl_roles.config_tree import is_internal_group
 from verl_roles.errors import ConfigError, Problem
@@ -47,7 +47,8 @@ from verl_roles.hydra_adapter.caches import (
     defaults_list_memo,
     sources_key,
 )
-from verl_roles.hydra_adapter.sources import freeze, is_shipped, thaw
+from verl_roles.hydra_adapter.release_layer import Layer, for_defaults
+from verl_roles.hydra_adapter.sources import freeze, is_ours, is_shipped, thaw
 
 Catalog = frozenset[tuple[str, str]]
 
@@ -64,6 +65,8 @@ class ConfigLoader(ConfigLoaderImpl):
         self._user_files: tuple[tuple[str, str, DictConfig], ...] = ()
         # What the main job composed before Hydra started (None: compose as usual).
         self.served: Any = None
+        # The layer of the verl release the defaults list being loaded picks (None: nothing to apply).
+        self.layer: Layer | None = None
 
     # --- a served run ----------------------------------------------------------------------------
 
@@ -151,9 +154,20 @@ class ConfigLoader(ConfigLoaderImpl):
                 raise
             raise ConfigError([problem]) from error
 
+    def use_layer_of(self, defaults: Sequence[ResultDefault]) -> None:
+        """Load the files of ``defaults`` with the layer of the verl release it picks."""
+        self.layer = for_defaults(defaults)
+
+    def _load_single_config(self, default: ResultDefault, repo: Any) -> Any:
+        result = super()._load_single_config(default=default, repo=repo)
+        if self.layer is None or not is_ours(result):
+            return result
+        return self.layer.apply(default, result)
+
     def _compose_config_from_defaults_list(self, defaults: list[ResultDefault], repo: Any) -> DictConfig:
+        self.use_layer_of(defaults)
         cache = cache_for(repo.get_sources())
-        key = defaults_key(defaults)
+        key = (defaults_key(defaults), releases.layers_on())
         memo = cache.composed.get(key)
         if memo is not None:
             template, self._catalog, self._user_files = memo

@@ -166,6 +166,12 @@ FAST_SOURCES: dict[str, type[ConfigSource]] = {
 # --- caches ---------------------------------------------------------------------------------------
 
 
+def is_ours(result: ConfigResult) -> bool:
+    """A loaded config of verl_roles' own tree (conf/)."""
+    scheme, _, rest = str(result.path).partition("://")
+    return scheme == "file" and os.path.realpath(rest) == str(CONF_DIR)
+
+
 def is_shipped(result: ConfigResult) -> bool:
     """A loaded config that verl_roles, Hydra or an installed Hydra plugin ships: from a ``pkg://`` or
     ``structured://`` source (packages and the config store, which no config can add to) or from our

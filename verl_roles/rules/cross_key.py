@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 
 from verl_roles.errors import Problem
 from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLES_BY_NAME, ROLLOUT
+from verl_roles.releases import release_of
 from verl_roles.rules.tables import ULYSSES
 from verl_roles.rules.values import (
     UNSET,
@@ -36,7 +37,8 @@ def strategies_match_the_engine(cfg: DictConfig) -> Iterable[Problem]:
     """Each role's ``strategy`` picks the worker verl builds it with; under ``model_engine=X`` it must be
     one that runs X, or the role would run another engine on X's settings."""
     chosen = engine_of(cfg)
-    allowed = engine_strategies(chosen.name)
+    release = release_of(cfg)
+    allowed = engine_strategies(chosen.name, release)
     for role in ROLES:
         if not role.engine_block:
             continue
@@ -44,7 +46,7 @@ def strategies_match_the_engine(cfg: DictConfig) -> Iterable[Problem]:
         value = get(cfg, key)
         if value is UNSET or value in allowed:
             continue
-        others = [e.name for e in ENGINE_TABLE if value in engine_strategies(e.name)]
+        others = [e.name for e in ENGINE_TABLE if value in engine_strategies(e.name, release)]
         switch = f"; to run {others[0]}, choose model_engine={others[0]} instead" if others else ""
         yield Problem(
             key=key,
@@ -110,7 +112,8 @@ def batch_sizes_are_consistent(cfg: DictConfig) -> Iterable[Problem]:
     yield from _train_batch_fills_the_gpus(cfg, train, n, n_gpus)
 
 
-# Where verl 0.9.1 splits a role's mini batch at its first update (both assert; the run stops there).
+# Where verl splits a role's mini batch at its first update (both assert; the run stops there; the same in
+# every supported release).
 SPLIT_OVER_RANKS = "verl/workers/engine_workers.py, TrainingWorker.train_mini_batch"
 SPLIT_INTO_MICRO_BATCHES = "verl/workers/engine/utils.py, prepare_micro_batches"
 
@@ -138,7 +141,7 @@ def _micro_batches_per_rank(
         yield Problem(
             key=f"{role}.ppo_mini_batch_size",
             message=f"times rollout.n ({spelled_responses} = {responses} responses) does not split evenly "
-            f"over the {dp} data-parallel ranks (dp = GPUs / {spelled}); verl 0.9.1 asserts it at the first "
+            f"over the {dp} data-parallel ranks (dp = GPUs / {spelled}); verl {release_of(cfg)} asserts it at the first "
             f"update ({SPLIT_OVER_RANKS})",
             fix="pick ppo_mini_batch_size (or rollout.n) so that their product is a multiple of the "
             "data-parallel size",
@@ -148,7 +151,7 @@ def _micro_batches_per_rank(
         yield Problem(
             key=f"{role}.ppo_micro_batch_size_per_gpu",
             message=f"({per_gpu}) does not divide the {per_rank} samples each data-parallel rank trains per "
-            f"mini batch ({formula}){larger}; verl 0.9.1 splits a rank's share into whole micro batches and "
+            f"mini batch ({formula}){larger}; verl {release_of(cfg)} splits a rank's share into whole micro batches and "
             f"asserts it at the first update ({SPLIT_INTO_MICRO_BATCHES}), after the resources are up",
             fix="pick a micro batch size per GPU that divides it, or change ppo_mini_batch_size",
         )
@@ -220,7 +223,7 @@ def deprecated_micro_batch_covers_the_gpus(cfg: DictConfig) -> Iterable[Problem]
 
 
 def ulysses_size_is_set_one_way(cfg: DictConfig) -> Iterable[Problem]:
-    """A role-level Ulysses size above 1 and a different one in the role's FSDP block: verl 0.9.1 silently
+    """A role-level Ulysses size above 1 and a different one in the role's FSDP block: verl silently
     runs one of them (the actor's and the ref's FSDPActorConfig copies the role-level value over the
     block's; the critic's engine reads only the block). Our conf makes the block follow the role-level key,
     so they differ only when both are set."""
@@ -230,10 +233,11 @@ def ulysses_size_is_set_one_way(cfg: DictConfig) -> Iterable[Problem]:
         if role_level is None or engine_value is None or role_level <= 1 or role_level == engine_value:
             continue
         used = role_level if name != "critic" else engine_value
+        release = release_of(cfg)
         how = (
-            "verl 0.9.1 copies a role-level value above 1 over the FSDP block's (FSDPActorConfig)"
+            f"verl {release} copies a role-level value above 1 over the FSDP block's (FSDPActorConfig)"
             if name != "critic"
-            else "verl 0.9.1's critic engine reads only the FSDP block's (FSDPCriticConfig copies nothing)"
+            else f"verl {release}'s critic engine reads only the FSDP block's (FSDPCriticConfig copies nothing)"
         )
         yield Problem(
             key=f"{section}.{ULYSSES}",

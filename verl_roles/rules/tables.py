@@ -16,17 +16,18 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import Problem
 from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT
+from verl_roles.releases import release_of
 from verl_roles.rules.values import UNSET, critic_in_use, engine_of, get, kl_in_reward, kl_loss, number
 from verl_roles.schema import verl_names
 from verl_roles.suggest import near_names
 
-# verl's ActorConfig checks loss_agg_mode against this list (frozen from verl 0.9.1); the critic's
-# loss aggregation raises on any other value when it first computes a loss.
-LOSS_AGG_MODES = verl_names("loss_agg_mode")
-# verl/workers/rollout/base.py _ROLLOUT_REGISTRY: (name, mode) pairs a rollout worker can start with
-# (verl 0.9.1 has no hf and no sync rollout; any other pair fails its assert at worker start).
-ROLLOUT_NAMES = ("vllm", "sglang", "trtllm")
-ROLLOUT_MODES = ("async",)
+# Name lists frozen from the chosen verl release (verl_roles.releases), read when a rule runs:
+# verl's ActorConfig checks loss_agg_mode against one (the critic's loss aggregation raises on any other
+# value when it first computes a loss); its rollout registry has the (name, mode) pairs a rollout worker
+# starts with (any other pair fails its assert at worker start).
+LOSS_AGG_MODES = "loss_agg_mode"
+ROLLOUT_NAMES = "rollout_name"
+ROLLOUT_MODES = "rollout_mode"
 # verl/trainer/ppo/core_algos.py kl_penalty: the estimators it computes (a trailing '+' picks the
 # straight-through variant); any other name, and "full", raise NotImplementedError when the KL is
 # first computed, i.e. only when it is used.
@@ -43,10 +44,11 @@ ROUTER_REPLAY_KEYS = tuple(
 
 @dataclass(frozen=True)
 class KnownSet:
-    """A key whose value must be one of ``allowed`` (verl fails on any other), when ``used(cfg)``."""
+    """A key whose value must be one of ``allowed`` (verl fails on any other), when ``used(cfg)``.
+    ``allowed`` is the values, or the name of one of the chosen release's name lists."""
 
     key: str
-    allowed: tuple[str, ...]
+    allowed: tuple[str, ...] | str
     what: str
     used: Callable[[DictConfig], bool] = lambda cfg: True
     strip_plus: bool = False
@@ -58,45 +60,50 @@ class KnownSet:
 ENUMS: tuple[KnownSet, ...] = (
     KnownSet(f"{ACTOR}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode"),
     KnownSet(f"{CRITIC}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode", critic_in_use),
-    KnownSet(f"{ROLLOUT}.name", ROLLOUT_NAMES, "a rollout engine verl 0.9.1 has"),
-    KnownSet(f"{ROLLOUT}.mode", ROLLOUT_MODES, "a rollout mode verl 0.9.1 has"),
+    KnownSet(f"{ROLLOUT}.name", ROLLOUT_NAMES, "a rollout engine verl {release} has"),
+    KnownSet(f"{ROLLOUT}.mode", ROLLOUT_MODES, "a rollout mode verl {release} has"),
     KnownSet("algorithm.kl_penalty", KL_ESTIMATORS, "a KL estimator (optionally with a trailing '+')",
              kl_in_reward, strip_plus=True),
     KnownSet(f"{ACTOR}.kl_loss_type", KL_ESTIMATORS, "a KL estimator (optionally with a trailing '+')",
              kl_loss, strip_plus=True),
     *(KnownSet(key, ROUTER_REPLAY_MODES, "a router replay mode") for key in ROUTER_REPLAY_KEYS),
     # verl's RayPPOTrainer compares trainer.resume_mode with these; any other value resumes like `auto`.
-    KnownSet("trainer.resume_mode", verl_names("resume_mode"),
-             "a resume mode verl knows (it would resume like auto on any other)"),
+    KnownSet("trainer.resume_mode", "resume_mode",
+             "a resume mode verl {release} knows (it would resume like auto on any other)"),
     # verl's Tracking asserts each logger backend; FSDPOptimizerConfig asserts a set warmup_style.
-    KnownSet("trainer.logger", verl_names("tracking_backend"), "a logger backend verl's Tracking has",
+    KnownSet("trainer.logger", "tracking_backend", "a logger backend verl {release}'s Tracking has",
              each=True),
-    *(KnownSet(f"{role}.optim.warmup_style", verl_names("warmup_style"), "a warmup style verl's optimizer "
+    *(KnownSet(f"{role}.optim.warmup_style", "warmup_style", "a warmup style verl {release}'s optimizer "
                "config accepts", nullable=True) for role in (ACTOR, CRITIC)),
 )
 
 
 def values_come_from_their_known_set(cfg: DictConfig) -> Iterable[Problem]:
+    release = release_of(cfg)
     for known in ENUMS:
         value = get(cfg, known.key)
         if value is UNSET or not known.used(cfg) or (value is None and known.nullable):
             continue
+        allowed = verl_names(known.allowed, release) if isinstance(known.allowed, str) else known.allowed
+        if not allowed:
+            continue  # a list this release does not have: nothing to check against
+        what = known.what.format(release=release)
         items = list(value) if known.each and isinstance(value, ListConfig | list) else [value]
         for item in items:
             text = str(item)
             if known.strip_plus:
                 text = text.removesuffix("+")
-            if item is not None and text in known.allowed:
+            if item is not None and text in allowed:
                 continue
-            close = near_names(text, known.allowed, cutoff=0.6)
+            close = near_names(text, allowed, cutoff=0.6)
             fix = f"did you mean {known.key}={close[0]}?" if close else f"set {known.key} to one of them"
             yield Problem(
                 key=known.key,
-                message=(f"is not {known.what}" if item is value
-                         else f"names {item!r}, which is not {known.what}"),
+                message=(f"is not {what}" if item is value
+                         else f"names {item!r}, which is not {what}"),
                 value=_plain(value),
                 show_value=True,
-                expected="one of " + ", ".join(known.allowed),
+                expected="one of " + ", ".join(allowed),
                 fix=fix,
             )
 
@@ -148,13 +155,13 @@ def registry_names_are_known(cfg: DictConfig) -> Iterable[str]:
         value = get(cfg, entry.key)
         if value is UNSET or not entry.used(cfg):
             continue
-        builtin = verl_names(entry.names)
+        builtin = verl_names(entry.names, release_of(cfg))
         if str(value) in builtin:
             continue
         close = get_close_matches(str(value), builtin, n=1)
         hint = f" Did you mean {entry.key}={close[0]}?" if close else ""
         yield (
-            f"{entry.key}={value} is not one of verl 0.9.1's built-in {entry.what}s "
+            f"{entry.key}={value} is not one of verl {release_of(cfg)}'s built-in {entry.what}s "
             f"({', '.join(builtin)}). verl looks it up when the trainer starts, so your code must "
             f"register it first (with {entry.register_with}), or the run stops there.{hint}"
         )
