@@ -34,7 +34,7 @@ def test_overrides_show_only_the_changed_keys_with_values(capsys: pytest.Capture
     assert capsys.readouterr().out.splitlines() == [
         "A: (defaults)",
         "B: trainer.total_epochs=3 actor_rollout_ref.actor.optim.lr=2e-6",
-        "changed actor_rollout_ref.actor.optim.lr: 1e-06 -> 2e-06",
+        "changed actor_rollout_ref.actor.optim.lr: 1.0e-06 -> 2.0e-06",
         "changed trainer.total_epochs: 30 -> 3",
         "2 keys differ: 0 added, 0 removed, 2 changed",
     ]
@@ -55,8 +55,8 @@ def test_dp_versus_megatron(capsys: pytest.CaptureFixture[str], tmp_path: Path, 
     assert cli(["diff", "--", "model_engine=megatron"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == ["A: (defaults)", "B: model_engine=megatron"]
-    assert 'changed model_engine: "dp" -> "megatron"' in lines
-    assert 'changed actor_rollout_ref.actor.strategy: "fsdp" -> "megatron"' in lines
+    assert "changed model_engine: dp -> megatron" in lines
+    assert "changed actor_rollout_ref.actor.strategy: fsdp -> megatron" in lines
     assert "added   critic.megatron.tensor_model_parallel_size: 1" in lines
     assert "removed actor_rollout_ref.actor.fsdp_config.param_offload: false" in lines
     keys = [line.split(" ", 1)[1].lstrip().split(":", 1)[0] for line in lines[2:-1]]
@@ -71,8 +71,8 @@ def test_dp_versus_megatron(capsys: pytest.CaptureFixture[str], tmp_path: Path, 
         (["model_engine=megatron"], ["separate the overrides of A and B with `--`"]),
         (["--", "model_engine=deepspeed"], ["side B (model_engine=deepspeed)", "megatron"]),
         (["trainer.totl_epochs=3", "--"], ["side A (trainer.totl_epochs=3)", "trainer.totl_epochs"]),
-        (["--", "--resolve"], ["unknown option '--resolve' on side B"]),
-        (["--", "--config-name"], ["--config-name on side B needs a config name"]),
+        (["--", "--resolve"], ["--resolve on side B: is not an option of diff"]),
+        (["--", "--config-name"], ["--config-name on side B: needs a config name"]),
     ],
     ids=["no-separator", "bad-option-B", "bad-key-A", "unknown-flag", "config-name-without-value"],
 )
@@ -100,3 +100,8 @@ def test_console_script_runs_the_command(tmp_path: Path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: verl-roles diff")
+
+
+def test_one_difference_is_worded_in_the_singular(capsys: pytest.CaptureFixture[str]):
+    assert cli(["diff", "--", "trainer.total_epochs=3"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "1 key differs: 0 added, 0 removed, 1 changed"

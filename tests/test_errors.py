@@ -394,7 +394,7 @@ def test_every_problem_says_where_its_value_came_from():
     ("args", "phrase"),
     [
         ([], "no command given"),
-        (["bogus"], "unknown command 'bogus'"),
+        (["bogus"], "bogus: is not a command"),
         (["explain"], "no key to explain"),
         (["export-slime", "-o"], "-o: needs a file name"),
         (["migrate", "critic.model.lora_rank=4", "critic.model.lora.rank=8"], "different values"),

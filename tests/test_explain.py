@@ -107,10 +107,10 @@ def test_cli_prints_the_chain(capsys):
     assert cli_main(["explain", "critic.optim.lr", "critic.optim.lr=3e-5"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines() == [
-        "critic.optim.lr = 3e-05",
-        "  1. optim/fsdp.yaml (at critic.optim): 1e-06",
-        "  2. critic/stock.yaml (at critic): 1e-05",
-        "  3. command line `critic.optim.lr=3e-5`: 3e-05",
+        "critic.optim.lr = 3.0e-05",
+        "  1. optim/fsdp.yaml (at critic.optim): 1.0e-06",
+        "  2. critic/stock.yaml (at critic): 1.0e-05",
+        "  3. command line `critic.optim.lr=3e-5`: 3.0e-05",
     ]
 
 
@@ -181,10 +181,10 @@ def test_user_config_dir_role_option_is_named_as_the_users_file(user_conf, capsy
     monkeypatch.chdir(user_conf.parent)
     assert cli_main(["explain", "--config-dir", "myconf", "critic.optim.lr", "role/critic=high_lr"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "critic.optim.lr = 3e-05",
-        "  1. optim/fsdp.yaml (at critic.optim): 1e-06",
-        "  2. critic/stock.yaml (at critic): 1e-05",
-        "  3. myconf: role/critic/high_lr.yaml (role option role/critic=high_lr, at critic): 3e-05",
+        "critic.optim.lr = 3.0e-05",
+        "  1. optim/fsdp.yaml (at critic.optim): 1.0e-06",
+        "  2. critic/stock.yaml (at critic): 1.0e-05",
+        "  3. myconf: role/critic/high_lr.yaml (role option role/critic=high_lr, at critic): 3.0e-05",
     ]
 
 

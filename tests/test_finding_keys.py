@@ -33,7 +33,7 @@ def keys_output(capsys, *args: str) -> list[str]:
 
 def test_keys_lists_type_default_and_the_comment_above_each_field(capsys):
     assert keys_output(capsys, "actor_rollout_ref.actor.optim.lr", "trainer.nnodes") == [
-        "actor_rollout_ref.actor.optim.lr: float = 1e-06",
+        "actor_rollout_ref.actor.optim.lr: float = 1.0e-06",
         f"    {comment_above(CONF / 'optim/fsdp.yaml', 'lr')}",
         "trainer.nnodes: int = 1",
         f"    {comment_above(CONF / 'trainer/trainer.yaml', 'nnodes')}",
@@ -71,7 +71,7 @@ def test_keys_read_the_comments_of_a_users_role_option(tmp_path: Path, capsys):
     wanted = ["critic.optim.lr", "critic.optim.betas", "role/critic=slow"]
     lines = keys_output(capsys, "--config-dir", config_dir, *wanted)
     assert lines == [
-        "critic.optim.lr: float = 5e-06",
+        "critic.optim.lr: float = 5.0e-06",
         "    Half the stock critic rate.",
         "critic.optim.betas: tuple[float, float] = [0.9, 0.95]",
         "    A note: |",
@@ -93,7 +93,7 @@ def test_roles_prints_one_table_of_the_differences(capsys):
     assert lines[0].split() == ["key", "actor", "ref", "critic", "rollout"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
     assert rows["megatron.param_offload"] == ["false", "false", "true", "-"]
-    assert rows["optim.lr"] == ["1e-06", "-", "1e-05", "-"]
+    assert rows["optim.lr"] == ["1.0e-06", "-", "1.0e-05", "-"]
     # Keys every role has with one value are not shown.
     assert "megatron.tensor_model_parallel_size" not in rows
 
@@ -164,3 +164,41 @@ def test_shell_completion_through_the_console_script(tmp_path: Path):
     assert engines.split() == [f"model_engine={option}" for option in options]
     assert key.split() == ["megatron.tensor_model_parallel_size="]
     assert os.access(main_script, os.X_OK)
+
+
+def entries(lines: list[str]) -> dict[str, str]:
+    """``keys`` output as key -> its comment (the indented line under it)."""
+    found: dict[str, str] = {}
+    for index, line in enumerate(lines):
+        if not line.startswith(" "):
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            found[line.split(":", 1)[0]] = following.strip() if following.startswith("    ") else ""
+    return found
+
+
+def test_keys_word_without_glob_characters_searches_names_and_comments(capsys):
+    every = entries(keys_output(capsys))
+    expected = [key for key, comment in every.items() if "kl" in key.lower() or "kl" in comment.lower()]
+    found = list(entries(keys_output(capsys, "kl")))
+    assert found == expected
+    assert "algorithm.kl_penalty" in found and "actor_rollout_ref.actor.kl_loss_type" in found
+    assert any("kl" not in key for key in found)  # found by its comment alone
+    # A word that names a key or section in full lists that, not every key mentioning it.
+    assert list(entries(keys_output(capsys, "trainer.nnodes"))) == ["trainer.nnodes"]
+
+
+@pytest.mark.parametrize(
+    ("args", "phrases"),
+    [
+        (["keys", "nnodez"], ["nnodez: matches no key", "`trainer.nnodes`",
+                              "searches the names and comments"]),
+        (["keys", "critic.optim.lrr"], ["did you mean `critic.optim.lr`?"]),
+        (["show", "--keys", "critic.optim.lrr"], ["--keys critic.optim.lrr: matches no key",
+                                                   "did you mean `critic.optim.lr`?"]),
+        (["show", "--keys", "learning_rate"], ["did you mean", "`actor_rollout_ref.actor.optim.lr`",
+                                               "`critic.optim.lr`"]),
+    ],
+    ids=["keys-word", "keys-path", "show-path", "show-abbreviation"],
+)
+def test_no_match_suggests_the_nearest_keys(args: list[str], phrases: list[str], tmp_path: Path):
+    assert_user_error(run_in_process(args, cwd=tmp_path, module="verl_roles.cli"), *phrases)

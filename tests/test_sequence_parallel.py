@@ -69,10 +69,10 @@ def test_asking_for_it_on_the_command_line_at_tensor_parallel_size_one_warns(key
 
 def test_explain_names_the_step_and_the_tensor_parallel_size():
     out = explain.explain("critic.megatron.sequence_parallel", [MEGATRON]).render()
-    assert out.startswith("critic.megatron.sequence_parallel = False")
+    assert out.startswith("critic.megatron.sequence_parallel = false")
     assert (
         "verl turns sequence_parallel off at tensor_model_parallel_size 1 (McoreEngineConfig); "
-        "critic.megatron.tensor_model_parallel_size is 1: False"
+        "critic.megatron.tensor_model_parallel_size is 1: false"
     ) in out
 
 

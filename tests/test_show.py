@@ -102,3 +102,31 @@ def test_hydra_views_point_to_show(tmp_path: Path, run_args: list[str]):
     saved = (tmp_path / "out/.hydra/config.yaml").read_text()
     assert saved.startswith("# Hydra's composition of this run, before verl_roles read legacy keys")
     assert "# ../resolved.yaml (`verl-roles show`" in saved.splitlines()[2]
+
+
+def test_every_view_spells_values_as_resolved_yaml_does(capsys):
+    """One spelling of numbers and booleans: keys, roles, explain, diff and show --keys write a value as
+    resolved.yaml does (1.0e-06, false), not as Python prints it (1e-06, False)."""
+    key, flag = "critic.optim.lr", "critic.megatron.param_offload"
+    args = [MEGATRON, "critic.optim.lr=2e-6"]
+    assert cli(["show", *args]) == 0
+    resolved = capsys.readouterr().out
+    assert "lr: 2.0e-06" in resolved and "param_offload: false" in resolved
+    assert cli(["show", "--keys", key, "--keys", flag, *args]) == 0
+    assert sorted(capsys.readouterr().out.splitlines()) == [f"{flag}: false", f"{key}: 2.0e-06"]
+    assert cli(["keys", key, flag, MEGATRON]) == 0
+    listed = capsys.readouterr().out
+    assert f"{key}: float = 1.0e-05" in listed
+    assert f"{flag}: bool = ${{megatron.param_offload}} (false)" in listed
+    assert cli(["explain", key, *args]) == 0
+    explained = capsys.readouterr().out.splitlines()
+    assert explained[0] == f"{key} = 2.0e-06" and explained[-1].endswith(": 2.0e-06")
+    assert cli(["explain", flag, MEGATRON]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"{flag} = false"
+    assert cli(["roles", *args]) == 0
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["optim.lr"] == ["1.0e-06", "-", "2.0e-06", "-"]
+    assert cli(["diff", MEGATRON, "--", *args, f"{flag}=true"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:] == [f"changed {flag}: false -> true", f"changed {key}: 1.0e-05 -> 2.0e-06",
+                         "2 keys differ: 0 added, 0 removed, 2 changed"]

@@ -117,7 +117,7 @@ def test_check_reports_stale_missing_and_unlisted_files_and_writes_nothing(
     assert "-  nnodes: 4\n+  nnodes: 1\n" in out
     assert f"--- _generated/{missing_name} (missing)" in out
     assert "_generated_old_variant.yaml is not in VARIANTS" in out
-    assert "3 snapshot file(s) in _generated/ are stale" in out and FIX in out
+    assert "3 snapshot files in _generated/ are stale" in out and FIX in out
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 

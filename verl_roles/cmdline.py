@@ -34,9 +34,10 @@ from hydra.errors import HydraException
 
 from verl_roles import releases
 from verl_roles.config_tree import ConfigTree, config_dir_path
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError, Problem, did_you_mean
 from verl_roles.layout import ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG
 from verl_roles.limits import MAX_NESTING, text_nesting_depth
+from verl_roles.suggest import near_names
 
 # --- flags ----------------------------------------------------------------------------------------
 
@@ -55,24 +56,44 @@ class FlagSpec:
     # What the value is, for messages: "a config name", written `--config-name NAME`.
     value_name: str = "a value"
     metavar: str = "VALUE"
+    # What the flag does, one line for a command's --help (verl_roles.commands.shell writes it).
+    help: str = field(default="", compare=False)
+    # The flag may be given several times, each value counting (`show --keys A --keys B`).
+    repeatable: bool = field(default=False, compare=False)
 
     @property
     def name(self) -> str:
         return self.names[0]
 
+    @property
+    def spelling(self) -> str:
+        """How --help writes it: ``-o, --output FILE``, ``--info [VALUE]``, ``--strict``."""
+        names = ", ".join(sorted(self.names, key=lambda name: name.startswith("--")))
+        if self.value == REQUIRED:
+            return f"{names} {self.metavar}"
+        if self.value == OPTIONAL:
+            return f"{names} [{self.metavar}]"
+        return names
 
-HELP = FlagSpec(("--help", "-h"))
+
+HELP = FlagSpec(("--help", "-h"), help="this help")
 HYDRA_HELP = FlagSpec(("--hydra-help",))
 VERSION = FlagSpec(("--version",))
 CFG = FlagSpec(("--cfg", "-c"), REQUIRED, ("job", "hydra", "all"))
 RESOLVE = FlagSpec(("--resolve",))
 PACKAGE = FlagSpec(("--package", "-p"), REQUIRED)
 RUN = FlagSpec(("--run", "-r"))
-MULTIRUN = FlagSpec(("--multirun", "-m"))
+MULTIRUN = FlagSpec(("--multirun", "-m"), help="a sweep (Hydra's multirun)")
 SHELL_COMPLETION = FlagSpec(("--shell-completion", "-sc"))
 CONFIG_PATH = FlagSpec(("--config-path", "-cp"), REQUIRED, value_name="a directory", metavar="DIR")
-CONFIG_NAME = FlagSpec(("--config-name", "-cn"), REQUIRED, value_name="a config name", metavar="NAME")
-CONFIG_DIR = FlagSpec(("--config-dir", "-cd"), REQUIRED, value_name="a directory", metavar="DIR")
+CONFIG_NAME = FlagSpec(
+    ("--config-name", "-cn"), REQUIRED, value_name="a config name", metavar="NAME",
+    help=f"the primary config ({PRIMARY_CONFIG} by default; your own from --config-dir)",
+)
+CONFIG_DIR = FlagSpec(
+    ("--config-dir", "-cd"), REQUIRED, value_name="a directory", metavar="DIR",
+    help="a folder of your own config files, searched next to verl_roles' conf/",
+)
 EXPERIMENTAL_RERUN = FlagSpec(("--experimental-rerun",), REQUIRED)
 INFO = FlagSpec(
     ("--info", "-i"), OPTIONAL, ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath"), "all"
@@ -274,6 +295,8 @@ class CommandLine:
     items: tuple[Item, ...] = ()
     default_config: str = PRIMARY_CONFIG
     tree: ConfigTree = field(default_factory=ConfigTree, compare=False, repr=False)
+    # The flags the command knows (what it was parsed with), for the "did you mean" of an unknown one.
+    specs: tuple[FlagSpec, ...] = field(default=(), compare=False, repr=False)
 
     # --- building ---------------------------------------------------------------------------------
 
@@ -286,7 +309,7 @@ class CommandLine:
     ) -> CommandLine:
         """A command line as typed; ``flags`` are the options the command knows."""
         split = split_arguments(list(args), flags)
-        return cls._build(split, default_config)
+        return cls._build(split, default_config, tuple(flags))
 
     @classmethod
     def of(
@@ -305,7 +328,9 @@ class CommandLine:
         return cls._build(split, PRIMARY_CONFIG)
 
     @classmethod
-    def _build(cls, split: Sequence[Flag | str], default_config: str) -> CommandLine:
+    def _build(
+        cls, split: Sequence[Flag | str], default_config: str, specs: tuple[FlagSpec, ...] = ()
+    ) -> CommandLine:
         texts = [item for item in split if isinstance(item, str)]
         too_deep = [text for text in texts if text_nesting_depth(text) > MAX_NESTING]
         if too_deep:
@@ -320,7 +345,7 @@ class CommandLine:
         extra += _searchpath_entries(texts)
         tree = ConfigTree.with_extra(extra)
         items = tuple(item if isinstance(item, Flag) else parse_override(item, tree) for item in split)
-        return cls(items, default_config, tree)
+        return cls(items, default_config, tree, specs)
 
     def rewritten(self, rewrite: Callable[[Override], Sequence[str] | None]) -> CommandLine:
         """This command line with each override replaced by ``rewrite(override)`` (its new argument
@@ -332,7 +357,7 @@ class CommandLine:
                 continue
             replacement = rewrite(item)
             split.extend([item.text] if replacement is None else replacement)
-        return self._build(split, self.default_config)
+        return self._build(split, self.default_config, self.specs)
 
     # --- flags ------------------------------------------------------------------------------------
 
@@ -340,32 +365,36 @@ class CommandLine:
     def flags(self) -> tuple[Flag, ...]:
         return tuple(item for item in self.items if isinstance(item, Flag))
 
-    def flag_problems(self, command: str) -> list[Problem]:
-        """An option ``verl-roles COMMAND`` does not know, or one written without its value."""
+    def flag_problems(self, command: str, program: str | None = None) -> list[Problem]:
+        """An option ``command`` does not know (with the known option spelt nearest it), or one written
+        without its value. ``program`` is how the user runs it (``verl-roles COMMAND`` by default)."""
+        program = program or f"verl-roles {command}"
+        known = [name for spec in self.specs for name in spec.names]
         problems = []
         for flag in self.flags:
             if flag.spec is None:
                 problems.append(Problem(key=flag.typed_name, message=f"is not an option of {command}",
-                                        fix=f"see `verl-roles {command} --help`"))
+                                        fix=did_you_mean(near_names(flag.typed_name, known),
+                                                         f"see `{program} --help`")))
             elif flag.missing_value:
                 problems.append(Problem(key=flag.typed_name, message=f"needs {flag.spec.value_name}",
                                         fix=f"write `{flag.typed_name} {flag.spec.metavar}` "
-                                        f"(see `verl-roles {command} --help`)"))
+                                        f"(see `{program} --help`)"))
         return problems
 
-    def usage_problems(self, command: str) -> list[Problem]:
-        """:meth:`flag_problems`, and each argument that is no override, for a ``verl-roles COMMAND`` whose
-        arguments are all overrides."""
-        return self.flag_problems(command) + [
-            Problem(key=word.text, message="is not an override (KEY=VALUE)",
-                    fix=f"see `verl-roles {command} --help`")
+    def usage_problems(self, command: str, program: str | None = None) -> list[Problem]:
+        """:meth:`flag_problems`, and each argument that is no override, for a command whose arguments
+        are all overrides."""
+        program = program or f"verl-roles {command}"
+        return self.flag_problems(command, program) + [
+            Problem(key=word.text, message="is not an override (KEY=VALUE)", fix=f"see `{program} --help`")
             for word in self.bare_words()
         ]
 
-    def without(self, spec: FlagSpec) -> CommandLine:
-        """This command line without the flag ``spec`` (e.g. a command's own output option)."""
-        items = tuple(i for i in self.items if not (isinstance(i, Flag) and i.spec == spec))
-        return CommandLine(items, self.default_config, self.tree)
+    def without(self, *specs: FlagSpec) -> CommandLine:
+        """This command line without the flags ``specs`` (e.g. a command's own output option)."""
+        items = tuple(i for i in self.items if not (isinstance(i, Flag) and i.spec in specs))
+        return CommandLine(items, self.default_config, self.tree, self.specs)
 
     def flag(self, spec: FlagSpec) -> Flag | None:
         """The last occurrence of ``spec`` (argparse keeps the last)."""

@@ -7,7 +7,7 @@ so both carry the same message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -68,6 +68,59 @@ def yaml_problem(error: Exception, key: str | None = None) -> Problem:
     )
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """``1 key``, ``2 keys``: a count and its noun in the number that agrees with it."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def did_you_mean(
+    guesses: Sequence[str], then: str = "", *, write: Callable[[str], str] | None = None, kind: str = ""
+) -> str:
+    """The one "did you mean" of every message, ``then`` (what else to do) after it.
+
+    One guess: ``did you mean `G`?``; several: ``did you mean `A` or `B`?``. With ``write`` (a guess as
+    the user would type it: ``G=VALUE``), the fix says so: ``did you mean `G`? Write `G=1`;`` or ``did
+    you mean one of these keys? Write `A=1` or `B=1`;`` (``kind`` names what the guesses are). Without
+    a guess, ``then`` alone. The guesses come from :mod:`verl_roles.suggest`."""
+    if not guesses:
+        return then
+    if write is None:
+        ask = "did you mean " + " or ".join(f"`{guess}`" for guess in guesses) + "?"
+        return f"{ask} {then[:1].upper()}{then[1:]}" if then else ask
+    typed = " or ".join(f"`{write(guess)}`" for guess in guesses)
+    if len(guesses) == 1:
+        ask = f"did you mean `{guesses[0]}`? Write {typed}"
+    else:
+        ask = f"did you mean one of these{f' {kind}' if kind else ''}? Write {typed}"
+    return f"{ask}; {then}" if then else ask
+
+
+def unknown_key(
+    key: str,
+    where: str = "the config",
+    *,
+    because: str = "",
+    guesses: Sequence[str] = (),
+    write: Callable[[str], str] | None = None,
+    fix: str = "",
+    origin: str = "",
+    referred_by: str = "",
+) -> Problem:
+    """The one wording of a key that does not exist, for every message that says so.
+
+    ``KEY: is not a key of WHERE[; BECAUSE]. Fix: did you mean `GUESS`? FIX`` -- ``guesses`` are the keys
+    the user most likely meant (:func:`verl_roles.suggest.near_names` and friends), ``write`` how one is
+    typed (see :func:`did_you_mean`). ``referred_by``: the key is not typed as a key but referred to, by
+    an interpolation at ``referred_by`` (``trainer.x: refers to `${nope}`, which is not a key of ...``).
+    """
+    message = f"is not a key of {where}" + (f"; {because}" if because else "")
+    if referred_by:
+        message = f"refers to `{key}`, which {message}"
+        key = referred_by
+    return Problem(key=key, message=message, fix=did_you_mean(guesses, fix, write=write, kind="keys"),
+                   origin=origin)
+
+
 def internal_error(error: BaseException) -> Problem:
     """What a bug of verl_roles (an exception that is not a :class:`ConfigError`) is reported as."""
     return Problem(
@@ -108,7 +161,7 @@ class ConfigError(VerlRolesError):
         details = [f"got {first.value!r}"] if first.show_value else []
         details += [f"expected {first.expected.rstrip().rstrip('.')}"] if first.expected else []
         more = len(self.problems) - 1
-        details += [f"and {more} more problem{'s' if more > 1 else ''}"] if more else []
+        details += [f"and {counted(more, 'more problem')}"] if more else []
         also = f" ({'; '.join(details)})" if details else ""
         return " ".join(f"{first.key}: {_sentence(first.message.rstrip().rstrip('.') + also)}".split())
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.layout import ENGINE_KEY, ROLE_SECTIONS, engine
+from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 from verl_roles.rules.values import critic_in_use
 from verl_roles.text_table import render_rows
 
@@ -76,16 +77,9 @@ def role_rows(cfg: DictConfig, roles: Sequence[str]) -> list[RoleRow]:
 
 
 def cell(value: object) -> str:
-    """A value on one line, as YAML writes it in flow style (null, true, [a, b], {k: v})."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list):
-        return "[" + ", ".join(cell(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {cell(v)}" for k, v in value.items()) + "}"
-    return str(value)
+    """A value on one line, as resolved.yaml spells it in flow style (1.0e-06, null, true, [a, b], {k: v}):
+    :func:`verl_roles.omegaconf_adapter.yaml_dialect.dump_flow`, the spelling of every view."""
+    return dump_flow(value)
 
 
 def render_table(rows: Sequence[RoleRow], roles: Sequence[str]) -> str:

@@ -2,15 +2,21 @@
 
 A name is near another when it is spelt alike (difflib's ratio at least :data:`CUTOFF`) or abbreviates it
 (``lr`` for ``learning_rate``: the initials of its words). Every message that offers a guess (unknown
-keys, options, commands, roles, slime keys) asks here, so the guesses agree everywhere.
+keys, options, commands, flags, roles, slime keys) asks here, so the guesses agree everywhere; a dotted
+key of a config asks :func:`near_keys`. :func:`verl_roles.errors.did_you_mean` words the guesses.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 CUTOFF = 0.75
+# For names a user picks from a short list (a group's options, the groups): a looser spelling still
+# points at one of them.
+LOOSE = 0.6
+# How many keys ending like a typed path are offered (`verl-roles keys '*.PATH'` lists all of them).
+MAX_KEYS = 3
 
 
 def abbreviates(one: str, other: str) -> bool:
@@ -34,3 +40,32 @@ def near_names(typed: str, candidates: Iterable[str], n: int = 1, cutoff: float 
     found = [c for c in pool if abbreviates(typed, c)]
     found += [c for c in difflib.get_close_matches(typed, pool, n=n, cutoff=cutoff) if c not in found]
     return found[:n]
+
+
+def near_keys(key: str, keys: Iterable[str], fits: Callable[[str], bool] = lambda _: True) -> list[str]:
+    """The dotted keys of a config a user may have meant by ``key``, never ``key`` itself, each one
+    ``fits`` accepts (e.g. of a type that takes the value typed).
+
+    In order: a key of the same section whose name is near (spelt alike, or abbreviated:
+    ``learning_rate`` and ``lr``); else keys whose path ends like the one typed (a path missing its first
+    sections, ``rollout.n`` or ``optim.lr``: every role's key, up to :data:`MAX_KEYS`), or whose section
+    path ends like the typed one and whose name is near (``optim.learning_rate`` -> each role's
+    ``optim.lr``); else the nearest key anywhere whose name is near."""
+    pool = [k for k in dict.fromkeys(keys) if k != key and fits(k)]
+    parent, _, leaf = key.rpartition(".")
+    siblings = [k for k in pool if k.rpartition(".")[0] == parent]
+    by_leaf = near_names(leaf, [k.rpartition(".")[2] for k in siblings])
+    if by_leaf:
+        return [f"{parent}.{by_leaf[0]}" if parent else by_leaf[0]]
+    if parent:
+        exact = sorted(k for k in pool if k.endswith(f".{key}"))
+        if exact:
+            return exact[:MAX_KEYS]
+        near = sorted(
+            k for k in pool
+            if k.rpartition(".")[0].endswith(f".{parent}") and is_near(leaf, k.rpartition(".")[2])
+        )
+        if near:
+            return near[:MAX_KEYS]
+    anywhere = [k for k in pool if is_near(leaf, k.rpartition(".")[2])]
+    return difflib.get_close_matches(key, anywhere, n=1, cutoff=LOOSE)

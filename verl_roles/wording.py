@@ -9,7 +9,7 @@ a config that composes.
 
 from __future__ import annotations
 
-import difflib
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -17,17 +17,38 @@ from typing import NoReturn
 
 import yaml
 from hydra.core.override_parser.types import OverrideType
-from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
-from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
+from hydra.errors import (
+    ConfigCompositionException,
+    MissingConfigException,
+    OverrideParseException,
+    SearchPathException,
+)
+from omegaconf.errors import (
+    ConfigAttributeError,
+    ConfigKeyError,
+    GrammarParseError,
+    InterpolationKeyError,
+    InterpolationResolutionError,
+    OmegaConfBaseException,
+    UnsupportedInterpolationType,
+)
 
 from verl_roles import releases
 from verl_roles.cmdline import CommandLine
 from verl_roles.config_tree import is_internal_group
-from verl_roles.errors import ConfigError, Problem, config_files_origin, one_paragraph, yaml_problem
+from verl_roles.errors import (
+    ConfigError,
+    Problem,
+    config_files_origin,
+    did_you_mean,
+    one_paragraph,
+    unknown_key,
+    yaml_problem,
+)
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES, SELECTABLE_GROUPS
 from verl_roles.releases import DEFAULT_RELEASE, VERSION_KEY, is_supported
 from verl_roles.schema import declared_types
-from verl_roles.suggest import is_near, near_names
+from verl_roles.suggest import LOOSE, near_keys, near_names
 from verl_roles.verl_differences import ENGINES_NOT_OFFERED
 
 LIBRARY_ERRORS = (ConfigCompositionException, OmegaConfBaseException, OverrideParseException, yaml.YAMLError)
@@ -72,14 +93,51 @@ def _command_origin_first(problem: Problem, command: CommandLine) -> Problem:
 
 
 # --- the shapes of library errors we know -------------------------------------------------------
+#
+# Matched by exception class and attribute (``full_key``, ``missing_cfg_file``, ``options``, the cause
+# Hydra chains) wherever Hydra and OmegaConf give them. A regex reads a message only where the library
+# has nothing typed for what we need; each says so.
 
-_NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
+# Hydra raises a bare ConfigCompositionException for `+key=...` on an existing key: the key is only in
+# the text.
 _ALREADY_THERE = re.compile(r"Could not append to config\. An item is already at '([^']+)'")
+# Hydra raises a bare ConfigCompositionException for `~key` on a missing key: the key is only in the text.
+_NOTHING_TO_DELETE = re.compile(r"Could not delete from config\. '([^']+)' does not exist")
+# Hydra's MissingConfigException names the missing entry (missing_cfg_file), the file whose defaults
+# list names it only in the text.
+_DEFAULTS_OF = re.compile(r"In '([^']+)': Could not load '")
+# OmegaConf's InterpolationKeyError has the key holding the interpolation (full_key); the key it refers
+# to is only in the text.
 _INTERPOLATION_KEY = re.compile(r"Interpolation key '([^']+)' not found")
+# OmegaConf's UnsupportedInterpolationType does not name the resolver but in the text.
+_RESOLVER = re.compile(r"Unsupported interpolation type (\S+)")
+# OmegaConf raises a plain InterpolationResolutionError for these three (the last wraps a resolver's own
+# GrammarParseError, e.g. oc.decode's); only the text tells them apart.
+_RECURSIVE = re.compile(r"Recursive interpolation detected")
+_ENV_UNSET = re.compile(r"Environment variable '([^']+)' not found")
+_RESOLVER_GRAMMAR = re.compile(
+    r"GrammarParseError raised while resolving interpolation: (.*?)(?: full_key:|$)"
+)
+# Hydra's defaults list raises a bare ConfigCompositionException for a group choice it cannot place
+# (`actor=megatron`: a group no defaults list names at the top level); the group is only in the text.
+_GROUP_NOT_PLACED = re.compile(r"Could not override '([^']+)'\. Did you mean to override")
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """``error`` and the exceptions it was raised from (Hydra wraps OmegaConf's), outermost first."""
+    chain: list[BaseException] = []
+    while error is not None and error not in chain:
+        chain.append(error)
+        error = error.__cause__
+    return chain
+
+
+def _of_type(error: BaseException, kind: type[BaseException]) -> BaseException | None:
+    return next((link for link in _chain(error) if isinstance(link, kind)), None)
 
 
 def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | None) -> Iterable[Problem]:
-    text = str(error)
+    text = one_paragraph(str(error))
     if isinstance(error, yaml.YAMLError):
         yield yaml_problem(error)
     elif isinstance(error, OverrideParseException):
@@ -89,9 +147,15 @@ def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | 
             fix="write KEY=VALUE and quote values with spaces or brackets, e.g. `'key=[a,b]'` "
             "(grammar: https://hydra.cc/docs/advanced/override_grammar/basic/)",
         )
-    elif isinstance(error, MissingConfigException) and error.missing_cfg_file and error.options is not None:
-        yield _missing_option_problem(error, command)
-    elif match := _NOT_IN_STRUCT.search(text):
+    elif isinstance(error, MissingConfigException):
+        yield _missing_config_problem(error, command, text)
+    elif isinstance(error, SearchPathException):
+        shown = os.path.abspath(command.config_dir) if command.config_dir else "the folder"
+        yield Problem(key="--config-dir", message=f"{shown} is not a folder",
+                      fix="pass the folder that holds your config files (it must exist)")
+    elif (key := _not_in_struct(error, command)) is not None:
+        yield _unknown_key_problem(key, command, key_paths)
+    elif match := _GROUP_NOT_PLACED.search(text):
         yield _unknown_key_problem(match.group(1), command, key_paths)
     elif match := _ALREADY_THERE.search(text):
         key = match.group(1)
@@ -103,61 +167,93 @@ def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | 
             origin=command.origin_of(key),
             fix=f"drop the `+`: write `{key}={value}` (or `++{key}={value}` to add-or-override)",
         )
-    elif isinstance(error, InterpolationKeyError) or _INTERPOLATION_KEY.search(text):
-        yield _interpolation_problem(error, command, key_paths)
-    elif (known := _known_message_problem(error, command, key_paths)) is not None:
-        yield known
+    elif match := _NOTHING_TO_DELETE.search(text):
+        key = match.group(1)
+        yield unknown_key(key, because=f"`~{key}` has nothing to delete", origin=command.origin_of(key),
+                          fix=f"drop the `~{key}` override (`verl-roles keys` lists the keys)")
+    elif (interpolation := _of_type(error, InterpolationKeyError)) is not None:
+        yield _interpolation_problem(interpolation, command, key_paths)
+    elif (resolution := _of_type(error, InterpolationResolutionError)) is not None:
+        yield _resolution_problem(resolution, command)
+    elif (grammar := _of_type(error, GrammarParseError)) is not None:
+        detail = str(getattr(grammar, "msg", "") or grammar).splitlines()[0]
+        message = f"holds an interpolation that does not parse ({detail})"
+        yield _at_key(grammar, command, message, _GRAMMAR_FIX)
     else:
         key = getattr(error, "full_key", None) or "config"
-        message = getattr(error, "msg", None) or text
+        message = getattr(error, "msg", None) or str(error)
         yield Problem(key=key, message=one_paragraph(message), origin=command.origin_of(key) if key else "")
 
 
-# Hydra and OmegaConf messages whose wording we replace: (pattern, what is wrong, the fix). In the
-# texts, {0}, {1}... are the pattern's groups, {key} the key the error names.
-_KNOWN_MESSAGES: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
-    (re.compile(r"Cannot find primary config '([^']*)'"), "--config-name",
-     "names no primary config: {0!r} is neither in conf/ nor in your --config-dir",
-     "use `--config-name ppo_trainer` (the default) or the name of a config file of your --config-dir"),
-    (re.compile(r"In '([^']+)': Could not load '([^']+)'"), "{0}.yaml",
-     "its defaults list names `{1}`, which is no config of conf/ or of your --config-dir",
-     "name an existing option of the group in the defaults list, or remove that entry"),
-    (re.compile(r"Could not delete from config\. '([^']+)' does not exist"), "{0}",
-     "is not a key of the config, so `~{0}` has nothing to delete",
-     "drop the `~{0}` override (`verl-roles keys` lists the keys)"),
-    (re.compile(r"Additional config directory '([^']+)' not found"), "--config-dir",
-     "{0} is not a folder", "pass the folder that holds your config files (it must exist)"),
-    (re.compile(r"Recursive interpolation detected"), "{key}",
-     "refers to itself, directly or through the keys it refers to",
-     "give one of those keys a plain value, or point the interpolation at a key that does not lead back"),
-    (re.compile(r"Environment variable '([^']+)' not found"), "{key}",
-     "reads the environment variable {0}, which is not set",
-     "export {0} before the run, or give a default: `${{oc.env:{0},DEFAULT}}`"),
-    (re.compile(r"Unsupported interpolation type (\S+)"), "{key}",
-     "uses the resolver `{0}`, which does not exist",
-     "use a resolver OmegaConf or Hydra registers (oc.env, oc.select, oc.decode, oc.create, now, ...), "
-     "or a plain `${{key}}` reference"),
-    (re.compile(r"GrammarParseError raised while resolving interpolation: (.*?)(?: full_key:|$)"), "{key}",
-     "holds an interpolation that does not parse ({0})",
-     "fix its syntax: `${{key}}`, or `${{resolver:arg}}` with string arguments quoted"),
-)
+def _not_in_struct(error: BaseException, command: CommandLine) -> str | None:
+    """The key of the override Hydra could not apply because the config has no such key ("not in
+    struct"): Hydra chains OmegaConf's ConfigAttributeError / ConfigKeyError, whose ``full_key`` is the
+    first part of the typed key that does not exist; the override typed is the one that reaches it."""
+    if not isinstance(error, ConfigCompositionException):
+        return None
+    cause = error.__cause__
+    if not isinstance(cause, ConfigAttributeError | ConfigKeyError) or not getattr(cause, "full_key", None):
+        return None
+    missing = str(cause.full_key)
+    typed = [o.key for o in command.key_overrides() if o.key == missing or o.key.startswith(f"{missing}.")]
+    return typed[-1] if typed else missing
 
 
-def _known_message_problem(
-    error: BaseException, command: CommandLine, key_paths: KeyPaths | None
-) -> Problem | None:
-    text = one_paragraph(str(error))
-    for pattern, key_text, message, fix in _KNOWN_MESSAGES:
-        match = pattern.search(text)
-        if match is None:
-            continue
-        full_key = str(getattr(error, "full_key", None) or "config")
-        groups = match.groups()
-        key = key_text.format(*groups, key=full_key)
-        origin = command.origin_of(key) or _typed_interpolations(command, key)
-        return Problem(key=key, message=message.format(*groups, key=key), fix=fix.format(*groups, key=key),
-                       origin=origin)
-    return None
+def _missing_config_problem(error: MissingConfigException, command: CommandLine, text: str) -> Problem:
+    if error.options is not None and error.missing_cfg_file:
+        return _missing_option_problem(error, command)
+    if str(error.missing_cfg_file).removesuffix(".yaml") == command.config_name:
+        return Problem(
+            key="--config-name",
+            message=f"names no primary config: {error.missing_cfg_file!r} is neither in conf/ nor in your "
+            "--config-dir",
+            fix="use `--config-name ppo_trainer` (the default) or the name of a config file of your "
+            "--config-dir",
+            origin=command.origin_of("--config-name"),
+        )
+    match = _DEFAULTS_OF.search(text)
+    return Problem(
+        key=f"{match.group(1)}.yaml" if match else "a defaults list",
+        message=f"its defaults list names `{error.missing_cfg_file}`, which is no config of conf/ or of your "
+        "--config-dir",
+        fix="name an existing option of the group in the defaults list, or remove that entry",
+    )
+
+
+_GRAMMAR_FIX = "fix its syntax: `${key}`, or `${resolver:arg}` with string arguments quoted"
+
+
+def _resolution_problem(error: BaseException, command: CommandLine) -> Problem:
+    """An interpolation OmegaConf could not resolve (its ``full_key`` is the key that holds it)."""
+    text = one_paragraph(str(getattr(error, "msg", None) or error))
+    if isinstance(error, UnsupportedInterpolationType):
+        match = _RESOLVER.search(text)
+        name = match.group(1) if match else "?"
+        return _at_key(error, command, f"uses the resolver `{name}`, which does not exist",
+                       "use a resolver OmegaConf or Hydra registers (oc.env, oc.select, oc.decode, "
+                       "oc.create, now, ...), or a plain `${key}` reference")
+    if _RECURSIVE.search(text):
+        return _at_key(error, command, "refers to itself, directly or through the keys it refers to",
+                       "give one of those keys a plain value, or point the interpolation at a key that does "
+                       "not lead back")
+    if match := _RESOLVER_GRAMMAR.search(text):
+        return _at_key(error, command, f"holds an interpolation that does not parse ({match.group(1)})",
+                       _GRAMMAR_FIX)
+    if match := _ENV_UNSET.search(text):
+        name = match.group(1)
+        return _at_key(error, command, f"reads the environment variable {name}, which is not set",
+                       f"export {name} before the run, or give a default: `${{oc.env:{name},DEFAULT}}`")
+    key = str(getattr(error, "full_key", None) or "config")
+    message = one_paragraph(text.split(" full_key:")[0])
+    origin = command.origin_of(key) or _typed_interpolations(command, key)
+    return Problem(key=key, message=message, origin=origin)
+
+
+def _at_key(error: BaseException, command: CommandLine, message: str, fix: str) -> Problem:
+    """A problem of the value at the error's ``full_key``, and where that value came from."""
+    key = str(getattr(error, "full_key", None) or "config")
+    return Problem(key=key, message=message, fix=fix,
+                   origin=command.origin_of(key) or _typed_interpolations(command, key))
 
 
 def _typed_interpolations(command: CommandLine, key: str) -> str:
@@ -179,16 +275,15 @@ def _missing_option_problem(error: MissingConfigException, command: CommandLine)
         shipping = " and ".join(f"verl {r}" for r in releases.with_engine(option)) or "verl"
         return Problem(
             key=group,
-            message=f"has no option {option!r}: the {option} engine of {shipping} is not one verl_roles offers "
-            f"({ENGINES_NOT_OFFERED[option]})",
+            message=f"has no option {option!r}: the {option} engine of {shipping} is not one verl_roles "
+            f"offers ({ENGINES_NOT_OFFERED[option]})",
             expected="one of " + ", ".join(options) if options else "",
             origin=command.origin_of(group),
-            fix=f"run it with verl's own config (python -m verl.trainer.main_ppo), or pick one of {', '.join(options)}",
+            fix="run it with verl's own config (python -m verl.trainer.main_ppo), or pick one of "
+            f"{', '.join(options)}",
         )
-    close = difflib.get_close_matches(option, options, n=1)
-    fix = f"did you mean `{group}={close[0]}`?" if close else ""
-    if not fix and options:
-        fix = f"pick one, e.g. `{group}={options[0]}`"
+    close = [f"{group}={guess}" for guess in near_names(option, options, cutoff=LOOSE)]
+    fix = did_you_mean(close) or (f"pick one, e.g. `{group}={options[0]}`" if options else "")
     return Problem(
         key=group,
         message=f"has no option {option!r}",
@@ -204,11 +299,10 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
     origin = command.origin_of(key)
     leaf = key.rsplit(".", 1)[-1]
     if leaf == ENGINE_KEY and key != ENGINE_KEY:
-        return Problem(
-            key=key,
-            message="is not a key: the training engine is chosen once, by the top-level group `model_engine`",
-            origin=origin,
-            fix=f"write `model_engine={value}` (it switches actor, ref and critic together)",
+        return unknown_key(
+            key, f"`{key.rpartition('.')[0]}`",
+            because="the training engine is chosen once, by the top-level group `model_engine`",
+            origin=origin, fix=f"write `model_engine={value}` (it switches actor, ref and critic together)",
         )
     if is_internal_group(key):
         return _internal_group_problem(key, value, origin, command)
@@ -223,16 +317,10 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
     if elsewhere is not None:
         return Problem(key=key, message=elsewhere[0], origin=origin, fix=elsewhere[1])
     guesses = knowledge.suggestions(key, override.value() if override is not None else None)
-    if len(guesses) == 1:
-        fix = f"did you mean `{guesses[0]}`? Write `{guesses[0]}={value}`; "
-    elif guesses:
-        choices = " or ".join(f"`{guess}={value}`" for guess in guesses)
-        fix = f"did you mean one of these keys? Write {choices}; "
-    else:
-        fix = ""
-    fix += f"if you mean to add a new key, write `+{key}={value}`"
-    message = 'is not a key of the config (Hydra says "not in struct")'
-    return Problem(key=key, message=message, origin=origin, fix=fix)
+    return unknown_key(
+        key, because='Hydra says "not in struct"', guesses=guesses, write=lambda guess: f"{guess}={value}",
+        fix=f"if you mean to add a new key, write `+{key}={value}`", origin=origin,
+    )
 
 
 def engine_only_problem(
@@ -290,23 +378,21 @@ def _internal_group_problem(key: str, value: str, origin: str, command: CommandL
 
 def _unknown_group_problem(key: str, value: str, origin: str, knowledge: KeyKnowledge) -> Problem:
     groups = knowledge.groups
-    close = [g for g in difflib.get_close_matches(key, groups, n=2) if g != key]
-    fix = f"did you mean `{close[0]}={value}`?" if close else "use one of the config groups"
+    close = [f"{guess}={value}" for guess in near_names(key, groups, cutoff=LOOSE)]
+    fix = did_you_mean(close) or "use one of the config groups"
     return Problem(key=key, message="is not a config group", expected="one of " + ", ".join(groups),
                    origin=origin, fix=fix)
 
 
 def _interpolation_problem(error: BaseException, command: CommandLine, key_paths: KeyPaths | None) -> Problem:
-    key = getattr(error, "full_key", None) or "config"
+    key = str(getattr(error, "full_key", None) or "config")
     match = _INTERPOLATION_KEY.search(str(error))
     target = match.group(1) if match else "?"
     guess = KeyKnowledge(command, key_paths).closest(target)
-    fix = f"did you mean `${{{guess}}}`?" if guess else "point it at an existing key"
-    return Problem(
-        key=key,
-        message=f"refers to `${{{target}}}`, which is not a key of the config",
-        origin=command.origin_of(key),
-        fix=fix,
+    return unknown_key(
+        f"${{{target}}}", referred_by=key, guesses=[f"${{{guess}}}"] if guess else [],
+        fix="" if guess else "point it at an existing key",
+        origin=command.origin_of(key) or _typed_interpolations(command, key),
     )
 
 
@@ -371,54 +457,13 @@ class KeyKnowledge:
         return found[0] if found else None
 
     def suggestions(self, key: str, value: object = None) -> list[str]:
-        """The keys the user may have meant by ``key``: near in name (its last part spelt alike, or
-        abbreviated: ``learning_rate`` and ``lr``) and, when the typed ``value`` is given, of a type that
-        accepts it. Never ``key`` itself. Same section first; then keys whose path ends like the one
-        typed (a path missing its first sections, ``rollout.n`` or ``optim.lr``: every role's key, which
-        may be several); then the nearest anywhere."""
-        keys = self.keys_for(self.engine)
-        parent, _, leaf = key.rpartition(".")
+        """The keys the user may have meant by ``key`` (:func:`verl_roles.suggest.near_keys`), of a type
+        that accepts the typed ``value`` when it is given; else the group a misspelt group choice meant
+        (``model_enginez=megatron``: only the groups a user chooses)."""
         types = declared_types(self.engine, self.release)
 
         def fits(candidate: str) -> bool:
             declared = types.get(candidate)
             return value is None or declared is None or declared.accepts(value)
 
-        siblings = [k for k in keys if k.rpartition(".")[0] == parent and k != key and fits(k)]
-        by_leaf = next(iter(near_names(leaf, [k.rpartition(".")[2] for k in siblings])), None)
-        if by_leaf:
-            return [f"{parent}.{by_leaf}" if parent else by_leaf]
-        shortened = self._completed_paths(key, keys, fits)
-        if shortened:
-            return shortened
-        anywhere = [k for k in keys if k != key and is_near(leaf, k.rpartition(".")[2]) and fits(k)]
-        close = difflib.get_close_matches(key, anywhere, n=1, cutoff=0.6)
-        if close:
-            return close
-        # A misspelt group (`model_enginez=megatron`): only the groups a user chooses.
-        groups = [g for g in self.groups if g != key]
-        return difflib.get_close_matches(key, groups, n=1, cutoff=0.75)
-
-    @staticmethod
-    def _completed_paths(key: str, keys: set[str], fits: Callable[[str], bool]) -> list[str]:
-        """Keys that end with the path typed (``rollout.n`` -> ``actor_rollout_ref.rollout.n``), or else
-        whose section path ends like the typed one and whose name is near it (``optim.learning_rate`` ->
-        each role's ``optim.lr``); sorted, the first :data:`_MAX_SUGGESTIONS`."""
-        parent, _, leaf = key.rpartition(".")
-        if not parent:
-            return []
-        exact = sorted(k for k in keys if k.endswith(f".{key}") and fits(k))
-        if exact:
-            return exact[:_MAX_SUGGESTIONS]
-        near = sorted(
-            k
-            for k in keys
-            if k.rpartition(".")[0].endswith(f".{parent}")
-            and is_near(leaf, k.rpartition(".")[2])
-            and fits(k)
-        )
-        return near[:_MAX_SUGGESTIONS]
-
-
-# How many keys ending like a typed path are offered (`verl-roles keys '*.PATH'` lists all of them).
-_MAX_SUGGESTIONS = 3
+        return near_keys(key, self.keys_for(self.engine), fits) or near_names(key, self.groups)

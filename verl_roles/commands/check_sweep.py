@@ -13,29 +13,14 @@ otherwise. Every sweep of the main job runs the same plan first (``--check-sweep
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 
-from verl_roles.cmdline import CONFIG_FLAGS, HELP, MULTIRUN, CommandLine, FlagSpec
-from verl_roles.commands.reporting import run_reporting_errors
-from verl_roles.errors import ConfigError
+from verl_roles.cmdline import CONFIG_FLAGS, MULTIRUN, CommandLine
+from verl_roles.commands.shell import Command, Invocation
+from verl_roles.errors import counted
 from verl_roles.legacy import read_command_line
 from verl_roles.planning import SweepPlan, plan_sweep
 from verl_roles.sweep_isolation import EXPERIMENT_NAME
 from verl_roles.text_table import render_rows
-
-USAGE = """usage: verl-roles check-sweep [--config-name NAME] [--config-dir DIR] [-m] [overrides...]
-
-Check a sweep before launching it: compose and validate every point of the grid the overrides describe
-(`a=1,2,3`, `range(...)`, `choice(...)`, `glob(...)`, as for `python -m verl_roles.main -m`), in one
-process, writing nothing. Failing points are printed as a table (point number = the job number of the
-real sweep, the swept values, the error on one line); exit code 2 when any point fails, 0 when all pass.
-The sweep's own config (the overrides without the sweeps, which Hydra composes before any job) is
-checked too, and so is where each job writes: its folder, its experiment name and its checkpoint folder
-must be its own. The main job runs the same check before every sweep.
-
-example: verl-roles check-sweep model_engine=dp,megatron critic.optim.lr=1e-5,2e-5,-1"""
-
-FLAGS: tuple[FlagSpec, ...] = (HELP, MULTIRUN, *CONFIG_FLAGS)
 
 
 def check_sweep(command: CommandLine) -> SweepPlan:
@@ -69,9 +54,9 @@ def report(plan: SweepPlan) -> str:
     bad = len(plan.failures)
     points = plan.points
     lines.append(
-        f"check-sweep: {points} point{'s' if points != 1 else ''}: {points - bad} ok, {bad} failed"
+        f"check-sweep: {counted(points, 'point')}: {points - bad} ok, {bad} failed"
         + ("" if plan.master_error is None else "; the sweep's own config fails")
-        + (f"; {len(plan.problems)} problem{'s' if len(plan.problems) != 1 else ''} with where the jobs "
+        + (f"; {counted(len(plan.problems), 'problem')} with where the jobs "
            "write" if plan.problems else "")
     )
     return "\n".join(lines)
@@ -89,25 +74,25 @@ def print_plan_report(plan: SweepPlan) -> None:
     print(report(plan))
 
 
-def parse_args(args: Sequence[str]) -> CommandLine:
-    command = CommandLine.parse(args, FLAGS)
-    problems = command.usage_problems("check-sweep")
-    if problems:
-        raise ConfigError(problems)
-    return command.without(MULTIRUN)
+def _check(invocation: Invocation) -> None:
+    plan = check_sweep(invocation.line.without(MULTIRUN))
+    print_plan_report(plan)
+    if not plan.ok:
+        raise plan.error("check-sweep")
 
 
-def run(args: list[str]) -> int:
-    """The ``verl-roles check-sweep`` command."""
-    args = list(args)
-    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
-        print(USAGE)
-        return 0
-
-    def action() -> None:
-        plan = check_sweep(parse_args(args))
-        print_plan_report(plan)
-        if not plan.ok:
-            raise plan.error("check-sweep")
-
-    return run_reporting_errors(action, args)
+COMMAND = Command(
+    name="check-sweep",
+    summary="compose and validate every point of a sweep before launching it",
+    action=_check,
+    flags=(MULTIRUN, *CONFIG_FLAGS),
+    about="""\
+Check a sweep before launching it: compose and validate every point of the grid the overrides describe
+(`a=1,2,3`, `range(...)`, `choice(...)`, `glob(...)`, as for `python -m verl_roles.main -m`), in one
+process, writing nothing. Failing points are printed as a table (point number = the job number of the
+real sweep, the swept values, the error on one line); exit code 2 when any point fails, 0 when all pass.
+The sweep's own config (the overrides without the sweeps, which Hydra composes before any job) is
+checked too, and so is where each job writes: its folder, its experiment name and its checkpoint folder
+must be its own. The main job runs the same check before every sweep.""",
+    examples=("verl-roles check-sweep model_engine=dp,megatron critic.optim.lr=1e-5,2e-5,-1",),
+)

@@ -9,10 +9,9 @@ are shown in JSON/YAML flow style. Exit codes follow diff(1): 0 same, 1 differen
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
@@ -20,21 +19,11 @@ from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles.api import compose
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
-from verl_roles.commands.reporting import EXIT_CONFIG_ERROR, report, run_reporting_errors
-from verl_roles.errors import ConfigError, Problem, one_paragraph
+from verl_roles.commands.reporting import report, say
+from verl_roles.commands.shell import Command, Invocation, Words
+from verl_roles.errors import ConfigError, Problem, counted, one_paragraph
+from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 from verl_roles.paths import leaves
-
-USAGE = """\
-usage: verl-roles diff [--config-name NAME] [--config-dir DIR] [A overrides...] -- [B: the same]
-
-Compose config A and config B (Hydra overrides; an empty side is the default config) and print
-every resolved key whose value differs: `added` (only in B), `removed` (only in A), `changed`
-(A -> B). Exit code 0 when they are the same, 1 when they differ, 2 on an error.
-
-examples:
-  verl-roles diff -- model_engine=megatron
-  verl-roles diff model_engine=megatron -- model_engine=megatron megatron.tensor_model_parallel_size=2
-  verl-roles diff model_engine=megatron -- --config-name ppo_megatron_trainer"""
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
@@ -71,8 +60,9 @@ class Change:
 
 
 def format_value(value: object) -> str:
-    """A resolved value in flow style: null, true, 1e-06, "fsdp", ["console", "wandb"], {}."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    """A resolved value as resolved.yaml spells it, in flow style: null, true, 1.0e-06, fsdp, '1e-5' (a
+    string), [console, wandb], {}."""
+    return dump_flow(value)
 
 
 def compare(a: Mapping[str, object], b: Mapping[str, object]) -> list[Change]:
@@ -95,11 +85,9 @@ def compare(a: Mapping[str, object], b: Mapping[str, object]) -> list[Change]:
 def parse_side(label: str, args: Sequence[str]) -> Side:
     """One side's command line; only ``--config-name`` and ``--config-dir`` are options of a side."""
     command = CommandLine.parse(args, flags=CONFIG_FLAGS)
-    for flag in command.flags:
-        if flag.spec is None:
-            raise _usage_error(f"unknown option {flag.tokens[0]!r} on side {label}")
-        if flag.spec is not None and flag.missing_value:
-            raise _usage_error(f"{flag.typed_name} on side {label} needs {flag.spec.value_name}")
+    problems = command.flag_problems("diff")
+    if problems:
+        raise ConfigError([replace(problem, key=f"{problem.key} on side {label}") for problem in problems])
     return Side(label, command)
 
 
@@ -129,41 +117,52 @@ def render(a: Side, b: Side, changes: Sequence[Change]) -> str:
         return "\n".join(lines)
     lines.extend(change.render() for change in changes)
     counts = {kind: sum(c.kind == kind for c in changes) for kind in ("added", "removed", "changed")}
+    differ = f"{counted(len(changes), 'key')} {'differs' if len(changes) == 1 else 'differ'}"
     lines.append(
-        f"{len(changes)} keys differ: {counts['added']} added, {counts['removed']} removed, "
-        f"{counts['changed']} changed"
+        f"{differ}: {counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
     )
     return "\n".join(lines)
 
 
-def run(args: list[str]) -> int:
-    """Entry point of ``verl-roles diff``; returns the exit code."""
-    args = list(args)
-    if any(arg in ("-h", "--help") for arg in args):
-        print(USAGE)
-        return EXIT_SAME
-    outcome: list[int] = []
+def _diff(invocation: Invocation) -> int:
+    args = list(invocation.args)
+    if "--" not in args:
+        raise _usage_error(
+            "separate the overrides of A and B with `--`, e.g. `verl-roles diff -- model_engine=megatron`"
+        )
+    if args.count("--") > 1:
+        raise _usage_error(
+            f"write one `--` between the overrides of A and those of B (found {args.count('--')})"
+        )
+    split = args.index("--")
+    a = parse_side("A", args[:split])
+    b = parse_side("B", args[split + 1 :])
+    changes = compare(compose_side(a), compose_side(b))
+    say(render(a, b, changes))
+    return EXIT_DIFFERENT if changes else EXIT_SAME
 
-    def action() -> None:
-        if "--" not in args:
-            raise _usage_error(
-                "separate the overrides of A and B with `--`, e.g. `verl-roles diff -- model_engine=megatron`"
-            )
-        if args.count("--") > 1:
-            raise _usage_error("write one `--` between the overrides of A and those of B (found "
-                               f"{args.count('--')})")
-        split = args.index("--")
-        a = parse_side("A", args[:split])
-        b = parse_side("B", args[split + 1 :])
-        changes = compare(compose_side(a), compose_side(b))
-        print(render(a, b, changes))
-        outcome.append(EXIT_DIFFERENT if changes else EXIT_SAME)
 
-    status = run_reporting_errors(action, args)
-    if status:
-        return status
-    return outcome[0] if outcome else EXIT_CONFIG_ERROR
+COMMAND = Command(
+    name="diff",
+    summary="the resolved keys that differ between two compositions: diff [A] -- [B]",
+    action=_diff,
+    # Each side reads its own flags (--config-name, --config-dir) and overrides.
+    words=Words.OWN,
+    passes=CONFIG_FLAGS,
+    usage=("[--config-name NAME] [--config-dir DIR] [A overrides...] -- [B: the same]",),
+    about="""\
+Compose config A and config B (Hydra overrides; an empty side is the default config) and print
+every resolved key whose value differs: `added` (only in B), `removed` (only in A), `changed`
+(A -> B). Exit code 0 when they are the same, 1 when they differ, 2 on an error.""",
+    passes_note="--config-name and --config-dir may be given on either side, for that side.",
+    examples=(
+        "verl-roles diff -- model_engine=megatron",
+        "verl-roles diff model_engine=megatron -- model_engine=megatron "
+        "megatron.tensor_model_parallel_size=2",
+        "verl-roles diff model_engine=megatron -- --config-name ppo_megatron_trainer",
+    ),
+)
 
 
 if __name__ == "__main__":
-    sys.exit(run(sys.argv[1:]))
+    sys.exit(COMMAND.run(sys.argv[1:]))

@@ -28,12 +28,14 @@ from verl_roles.api import (
     stock_config,
 )
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
-from verl_roles.commands.reporting import run_reporting_errors
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.commands.reporting import say
+from verl_roles.commands.shell import Command, Invocation, Words, parse
+from verl_roles.errors import ConfigError, Problem, counted, unknown_key
 from verl_roles.flat_lora import FlatLoraReport
 from verl_roles.layout import ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, read_command_line
 from verl_roles.omegaconf_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
+from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 from verl_roles.pipeline import StepInputs, StepReport, finalize
 from verl_roles.roles import RolesReport
 from verl_roles.sequence_parallel import TURNED_OFF, SequenceParallelReport
@@ -85,9 +87,20 @@ class Explanation:
 
 
 def _show(value: object) -> str:
+    """A value as resolved.yaml spells it (the one spelling of every view); a marker as itself."""
     if isinstance(value, DictConfig | ListConfig):
         value = OmegaConf.to_container(value, resolve=False)
-    return "null" if value is None else repr(value) if isinstance(value, str) and not value else str(value)
+    return dump_flow(value)
+
+
+@dataclass(frozen=True)
+class Unresolvable:
+    """The value of a key whose interpolation does not resolve: what resolution says instead."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return f"<cannot resolve: {self.reason}>"
 
 
 @dataclass(frozen=True)
@@ -151,9 +164,8 @@ def _unknown_key(key: str, command: CommandLine, knowledge: KeyKnowledge) -> Pro
     """A KEY the composed config does not have: one of another engine, or a misspelling."""
     engine = knowledge.only_under(key)
     if engine is None:
-        guess = knowledge.closest(key)
-        fix = f"did you mean `{guess}`?" if guess else "check the spelling (`verl-roles keys` lists the keys)"
-        return Problem(key=key, message="is not a key of the composed config", fix=fix)
+        return unknown_key(key, "the composed config", guesses=knowledge.suggestions(key),
+                           fix="`verl-roles keys` lists the keys")
     how = (
         f"replace model_engine={knowledge.engine} with model_engine={engine}"
         if command.chose(ENGINE_KEY) else f"add model_engine={engine}"
@@ -239,7 +251,7 @@ class _Pipeline:
         try:
             return OmegaConf.select(cfg, key, throw_on_missing=False)
         except Exception as error:  # noqa: BLE001 - show what resolution says instead of a value
-            return f"<cannot resolve: {error}>"
+            return Unresolvable(str(error))
 
     def events_of(self, report: StepReport) -> list[_Event]:
         """What a step's report says it did, worded for the chain."""
@@ -408,29 +420,14 @@ def _command_line_steps(key: str, command: CommandLine, aliases: dict[str, str])
     return steps
 
 
-USAGE = """usage: verl-roles explain [--config-dir DIR] [--config-name NAME] KEY [OVERRIDES...]
-
-Print the value of KEY the main job would write and every step that produced it: each config file
-(relative to conf/, or to your --config-dir, named first) that set it, in merge order, with the role
-or engine option that mounted it; the command-line override; what the main job did after composing
-(a legacy key moved out of a config file, a value from the megatron_config_path slime file, a role
-resource key dropped); and, for an interpolation, the same for every key it refers to.
---config-dir and --config-name mean what they mean for `python -m verl_roles.main`.
-
-If the main job would refuse the config, the chain is still printed (with the value as far as the
-main job got), followed by one line on stderr saying why; the exit code is then 2.
-
-example: verl-roles explain critic.megatron.tensor_model_parallel_size model_engine=megatron"""
-
-
 def parse_args(args: Sequence[str]) -> tuple[str | None, list[str], dict[str, str]]:
     """(KEY, overrides, {"config_name"|"config_dir": value}) of an explain command line; the flags may
     come anywhere, as ``--flag VALUE`` or ``--flag=VALUE``. KEY is the first argument that is a bare
     key (no ``=``)."""
-    command = CommandLine.parse(args, flags=CONFIG_FLAGS)
-    problems = command.flag_problems("explain")
-    if problems:
-        raise ConfigError(problems)
+    return _arguments(parse(COMMAND, args).line)
+
+
+def _arguments(command: CommandLine) -> tuple[str | None, list[str], dict[str, str]]:
     options = {}
     if command.config_name_typed is not None:
         options["config_name"] = command.config_name_typed
@@ -445,7 +442,7 @@ def parse_args(args: Sequence[str]) -> tuple[str | None, list[str], dict[str, st
 def _invalid_line(error: ConfigError) -> str:
     first = error.problems[0]
     more = len(error.problems) - 1
-    also = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    also = f" (and {counted(more, 'more problem')})" if more else ""
     return (
         f"verl_roles error: this config is invalid, the main job would stop on it: {first.key}: "
         f"{first.message}{also}. Run `python -m verl_roles.main` with the same arguments for every "
@@ -453,24 +450,35 @@ def _invalid_line(error: ConfigError) -> str:
     )
 
 
-def run(args: list[str]) -> int:
-    if args and args[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0
-    # run_reporting_errors takes `--debug` out of this list before the action reads it.
-    args = list(args)
-    explained: list[Explanation] = []
-
-    def action() -> None:
-        key, rest, options = parse_args(args)
-        if key is None:
-            raise ConfigError([Problem(key="KEY", message="no key to explain", fix="write e.g. "
-                                       "`verl-roles explain trainer.nnodes`")])
-        explained.append(explain(key, rest, **options))
-        print(explained[-1].render())
-
-    code = run_reporting_errors(action, args)
-    if code == 0 and explained and explained[-1].invalid is not None:
-        print(" ".join(_invalid_line(explained[-1].invalid).split()), file=sys.stderr)
+def _explain_command(invocation: Invocation) -> int:
+    key, rest, options = _arguments(invocation.line)
+    if key is None:
+        raise ConfigError([Problem(key="KEY", message="no key to explain",
+                                   fix="write e.g. `verl-roles explain trainer.nnodes`")])
+    explained = explain(key, rest, **options)
+    say(explained.render())
+    if explained.invalid is not None:
+        print(" ".join(_invalid_line(explained.invalid).split()), file=sys.stderr)
         return 2
-    return code
+    return 0
+
+
+COMMAND = Command(
+    name="explain",
+    summary="a key's value and every file, role and override that set it",
+    action=_explain_command,
+    flags=CONFIG_FLAGS,
+    words=Words.KEYS,
+    arguments="KEY [overrides...]",
+    about="""\
+Print the value of KEY the main job would write and every step that produced it: each config file
+(relative to conf/, or to your --config-dir, named first) that set it, in merge order, with the role
+or engine option that mounted it; the command-line override; what the main job did after composing
+(a legacy key moved out of a config file, a value from the megatron_config_path slime file, a role
+resource key dropped); and, for an interpolation, the same for every key it refers to.
+--config-dir and --config-name mean what they mean for `python -m verl_roles.main`.
+
+If the main job would refuse the config, the chain is still printed (with the value as far as the
+main job got), followed by one line on stderr saying why; the exit code is then 2.""",
+    examples=("verl-roles explain critic.megatron.tensor_model_parallel_size model_engine=megatron",),
+)

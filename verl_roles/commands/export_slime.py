@@ -24,8 +24,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_roles import paths
 from verl_roles.api import compose
-from verl_roles.cmdline import CONFIG_FLAGS, HELP, NO_VALUE, REQUIRED, CommandLine, FlagSpec, Override
-from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.cmdline import CONFIG_FLAGS, NO_VALUE, REQUIRED, CommandLine, FlagSpec, Override
+from verl_roles.commands.shell import Command, Invocation
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import (
     ENGINE_KEY,
@@ -42,9 +42,30 @@ from verl_roles.rules.values import critic_in_use
 from verl_roles.slime import SLIME_PATH_KEY, role_differences, to_slime_yaml, verl_only_keys
 from verl_roles.write_protocol import signals_raise, write_user_file
 
-USAGE = """usage: verl-roles export-slime [-o FILE] [--strict] [--config-name NAME] [--config-dir DIR]
-                                [overrides...]
+OUTPUT = FlagSpec(("--output", "-o"), REQUIRED, value_name="a file name", metavar="FILE",
+                  help="write the file there (atomically) instead of to stdout")
+STRICT = FlagSpec(("--strict",), NO_VALUE,
+                  help="what the file cannot carry is an error, and nothing is written")
 
+
+def _export_command(invocation: Invocation) -> None:
+    command = invocation.line.without(OUTPUT, STRICT)
+    text = export_slime(command, invocation.given(STRICT))
+    output = invocation.value(OUTPUT)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    with signals_raise():
+        write_user_file(Path(output), text)
+    print(f"verl-roles: wrote {output}", file=sys.stderr)
+
+
+COMMAND = Command(
+    name="export-slime",
+    summary="a config's per-role differences as slime's per-role YAML",
+    action=_export_command,
+    flags=(OUTPUT, STRICT, *CONFIG_FLAGS),
+    about="""\
 Compose the config with the overrides (model_engine=megatron is required) and write the per-role
 differences of the actor and the critic (every key of their Megatron and optimizer blocks whose value
 differs from the baseline) as slime's --megatron-config-path YAML, to stdout or to FILE: under slime's
@@ -55,32 +76,9 @@ The file is checked by reading it back over the same command line without the ov
 (the actor's and critic's Megatron and optimizer keys, role options, a slime file); the header says how
 to read it back. A warning names every verl key path written and every value the file and the
 remaining overrides cannot carry (e.g. a role option's setting outside the two blocks); with --strict
-these are an error and nothing is written."""
-
-OUTPUT = FlagSpec(("--output", "-o"), REQUIRED, value_name="a file name", metavar="FILE")
-STRICT = FlagSpec(("--strict",), NO_VALUE)
-FLAGS: tuple[FlagSpec, ...] = (OUTPUT, STRICT, HELP, *CONFIG_FLAGS)
-
-
-def run(args: list[str]) -> int:
-    """The ``verl-roles export-slime`` command."""
-    args = list(args)
-    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
-        print(USAGE)
-        return 0
-    # run_reporting_errors takes `--debug` out of this list before the action reads it.
-    return run_reporting_errors(lambda: _export(parse_args(args)), args)
-
-
-def parse_args(args: list[str]) -> tuple[CommandLine, str | None, bool]:
-    """The command line to compose, the output file (None: stdout) and whether --strict was given."""
-    command = CommandLine.parse(args, flags=FLAGS)
-    problems = command.flag_problems("export-slime")
-    if problems:
-        raise ConfigError(problems)
-    output = command.flag(OUTPUT)
-    strict = command.flag(STRICT) is not None
-    return command.without(OUTPUT).without(STRICT), output.value if output is not None else None, strict
+these are an error and nothing is written.""",
+    examples=("verl-roles export-slime -o roles.yaml model_engine=megatron critic.optim.lr=3e-5",),
+)
 
 
 def _carried_by_the_file(override: Override) -> bool:
@@ -179,14 +177,3 @@ def _name_what_slime_cannot_express(verl_paths: list[str], missing: list[str], s
         ])
     for problem in problems:
         warn(problem.render())
-
-
-def _export(parsed: tuple[CommandLine, str | None, bool]) -> None:
-    command, output, strict = parsed
-    text = export_slime(command, strict)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    with signals_raise():
-        write_user_file(Path(output), text)
-    print(f"verl-roles: wrote {output}", file=sys.stderr)

@@ -1,5 +1,9 @@
-"""``verl-roles keys [GLOB...] [overrides...]``: the keys of the config with their type, default and the
-comment written above them in the config files.
+"""``verl-roles keys [GLOB|WORD...] [overrides...]``: the keys of the config with their type, default and
+the comment written above them in the config files.
+
+A GLOB (``*``, ``?``, ``[``) matches whole dotted keys; a key or section named in full lists it (and what
+is under it); any other plain word searches: every key whose name or comment holds it. When nothing
+matches, the keys nearest a plain word are suggested.
 
 The config is composed as the main job composes it (the overrides choose the engine and role options,
 which decide which keys exist and their defaults), but not finalized: the default shown is what the
@@ -18,11 +22,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import paths
 from verl_roles.api import compose_with_choices, defaults_files, step_inputs
-from verl_roles.cmdline import CONFIG_FLAGS, HELP, CommandLine, FlagSpec
-from verl_roles.commands.reporting import run_reporting_errors
-from verl_roles.commands.show import matches
+from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
+from verl_roles.commands.shell import Command, Invocation, Words
+from verl_roles.commands.show import is_glob, matches, no_match
 from verl_roles.config_tree import ConfigTree
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError
 from verl_roles.key_docs import MountedFile, key_comments
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.legacy import read_command_line
@@ -32,21 +36,35 @@ from verl_roles.role_table import cell
 from verl_roles.schema import declared_types
 from verl_roles.wording import LIBRARY_ERRORS, raise_translated
 
-USAGE = """usage: verl-roles keys [GLOB...] [--config-name NAME] [--config-dir DIR] [overrides...]
 
+def _list(invocation: Invocation) -> None:
+    line = invocation.line
+    patterns = [word.text for word in line.bare_words()]
+    sys.stdout.write(listing(line.rewritten(lambda o: [] if o.is_bare_word else None), patterns))
+
+
+COMMAND = Command(
+    name="keys",
+    summary="the keys matching a GLOB, or holding a WORD in their name or comment: type, default, comment",
+    action=_list,
+    flags=CONFIG_FLAGS,
+    words=Words.KEYS,
+    arguments="[GLOB|WORD...] [overrides...]",
+    about="""\
 List the keys of the config that match GLOB (every key without one): each with its type, its default
 and the comment above it in the config files. GLOB uses * and ? as in the shell and matches the whole
-dotted key; a section's name matches every key under it. Overrides choose what is composed, e.g.
+dotted key; a section's name matches every key under it. A plain WORD that is no key searches: every
+key whose name or comment holds it (case does not matter). Overrides choose what is composed, e.g.
 model_engine=megatron for the Megatron keys, role/critic=NAME for a role option of your --config-dir.
 The default is what the config files give (an interpolation as written, then its value); the final
-values of a run are what `verl-roles show` prints.
-
-examples:
-  verl-roles keys '*.optim.lr'
-  verl-roles keys 'megatron.*parallel*' model_engine=megatron
-  verl-roles keys critic.megatron model_engine=megatron"""
-
-FLAGS: tuple[FlagSpec, ...] = (HELP, *CONFIG_FLAGS)
+values of a run are what `verl-roles show` prints.""",
+    examples=(
+        "verl-roles keys '*.optim.lr'",
+        "verl-roles keys kl",
+        "verl-roles keys 'megatron.*parallel*' model_engine=megatron",
+        "verl-roles keys critic.megatron model_engine=megatron",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -68,26 +86,6 @@ class KeyEntry:
 
 
 _UNRESOLVED = object()
-
-
-def run(args: list[str]) -> int:
-    """The ``verl-roles keys`` command."""
-    args = list(args)
-    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
-        print(USAGE)
-        return 0
-    return run_reporting_errors(lambda: sys.stdout.write(listing(*parse_args(args))), args)
-
-
-def parse_args(args: Sequence[str]) -> tuple[CommandLine, list[str]]:
-    """The command line to compose and the key patterns (the arguments without ``=``)."""
-    command = CommandLine.parse(args, FLAGS)
-    problems = command.flag_problems("keys")
-    if problems:
-        raise ConfigError(problems)
-    patterns = [word.text for word in command.bare_words()]
-    rest = command.rewritten(lambda o: [] if o.is_bare_word else None)
-    return rest, patterns
 
 
 def key_entries(command: CommandLine) -> list[KeyEntry]:
@@ -151,15 +149,27 @@ def _resolved(cfg: DictConfig, key: str) -> object:
 
 
 def listing(command: CommandLine, patterns: Sequence[str]) -> str:
-    """The text ``verl-roles keys`` prints: the matching entries, one block each."""
+    """The text ``verl-roles keys`` prints: the entries matching any of ``patterns``, one block each, in
+    config order (every entry without a pattern)."""
     entries = key_entries(command)
     if patterns:
-        entries = [e for e in entries if any(matches(e.key, p) for p in patterns)]
-        if not entries:
-            raise ConfigError([Problem(
-                key=" ".join(patterns),
-                message="matches no key of the config",
-                fix="patterns use * and ? as in the shell and match the whole key, e.g. '*.optim.lr' or "
-                "'critic.megatron'; an engine's keys exist only with it (add model_engine=megatron)",
-            )])
+        chosen = [e for e in entries if any(_selects(e, p, entries) for p in patterns)]
+        if not chosen:
+            raise no_match(" ".join(patterns), [e.key for e in entries], patterns,
+                           "a plain word that is no key searches the names and comments; an engine's keys "
+                           "exist only with it (add model_engine=megatron)")
+        entries = chosen
     return "".join(entry.render() + "\n" for entry in entries)
+
+
+def _selects(entry: KeyEntry, pattern: str, entries: Sequence[KeyEntry]) -> bool:
+    """A GLOB, or a key or section named in full, matches the key (and those under it); any other plain
+    word is a search: the key's name or its comment holds it (case does not matter)."""
+    if is_glob(pattern) or _names_a_key(pattern, entries):
+        return matches(entry.key, pattern)
+    word = pattern.casefold()
+    return word in entry.key.casefold() or word in entry.comment.casefold()
+
+
+def _names_a_key(pattern: str, entries: Sequence[KeyEntry]) -> bool:
+    return any(matches(e.key, pattern) for e in entries)

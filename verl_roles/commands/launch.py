@@ -27,26 +27,27 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verl_roles.cmdline import REQUIRED, FlagSpec
+from verl_roles.commands.main import MAIN_FLAGS, run_main_job
+from verl_roles.commands.shell import Command, Invocation, Words
+from verl_roles.errors import ConfigError, Problem
 from verl_roles.verl_target import VERL_TARGET_VERSION, install_hint
 
 TRAINER_MODULE = "verl.trainer.main_ppo"
-EXIT_USAGE = 2
 
-USAGE = f"""\
-usage: verl-roles launch [--verl-python PYTHON] [--trainer-module MODULE] [hydra overrides...]
-       verl-roles launch [--verl-python PYTHON] [--trainer-module MODULE] --run-dir DIR
-
-Compose, validate and write a run directory exactly as `python -m verl_roles.main [overrides]`, then
-run verl's trainer on its resolved.yaml and exit with the trainer's exit code:
-  PYTHON -m {TRAINER_MODULE} --config-path RUN_DIR --config-name resolved hydra.run.dir=RUN_DIR/verl
-
-options:
-  --verl-python PYTHON     the Python that has verl=={VERL_TARGET_VERSION} (default: this one)
-  --trainer-module MODULE  verl's entry point to run (default: {TRAINER_MODULE})
-  --run-dir DIR            train on a run directory written before (e.g. one job of a sweep)
-
-An invalid config writes nothing and starts nothing. A sweep (-m) is composed with
-`python -m verl_roles.main -m ...`; then launch each job with `verl-roles launch --run-dir JOB_DIR`."""
+VERL_PYTHON = FlagSpec(
+    ("--verl-python",), REQUIRED, value_name="a Python interpreter", metavar="PYTHON",
+    help=f"the Python that has verl=={VERL_TARGET_VERSION} (default: this one)",
+)
+TRAINER = FlagSpec(
+    ("--trainer-module",), REQUIRED, value_name="a module name", metavar="MODULE",
+    help=f"verl's entry point to run (default: {TRAINER_MODULE})",
+)
+RUN_DIR = FlagSpec(
+    ("--run-dir",), REQUIRED, value_name="a run directory", metavar="DIR",
+    help="train on a run directory written before (e.g. one job of a sweep) instead of composing one",
+)
+LAUNCH_FLAGS: tuple[FlagSpec, ...] = (VERL_PYTHON, TRAINER, RUN_DIR)
 
 # Asked of the chosen Python: is verl importable, and which version is installed (without importing
 # verl, which takes seconds).
@@ -67,11 +68,6 @@ class LaunchOptions:
     trainer_module: str = TRAINER_MODULE
     run_dir: Path | None = None
     overrides: list[str] = field(default_factory=list)
-    show_help: bool = False
-
-
-class UsageError(Exception):
-    """A launch option is missing its value or used wrongly; the message is the paragraph to print."""
 
 
 @dataclass(frozen=True)
@@ -80,34 +76,22 @@ class VerlProbe:
     version: str | None
 
 
-OPTIONS = {"--verl-python": "verl_python", "--trainer-module": "trainer_module", "--run-dir": "run_dir"}
-
-
-def parse(args: list[str]) -> LaunchOptions:
-    """Launch's own options, in any position; everything else is the main job's command line."""
-    options, index = LaunchOptions(), 0
-    while index < len(args):
-        arg = args[index]
-        name, has_value, value = arg.partition("=")
-        if arg in ("-h", "--help"):
-            options.show_help = True
-        elif name in OPTIONS:
-            if not has_value:
-                if index + 1 >= len(args):
-                    raise UsageError(
-                        f"{name} needs a value. Fix: write `{name} VALUE` (`verl-roles launch --help`)."
-                    )
-                index, value = index + 1, args[index + 1]
-            setattr(options, OPTIONS[name], Path(value) if name == "--run-dir" else value)
-        else:
-            options.overrides.append(arg)
-        index += 1
+def options_of(invocation: Invocation) -> LaunchOptions:
+    """Launch's own options, typed anywhere; every other argument is the main job's command line."""
+    run_dir = invocation.value(RUN_DIR)
+    options = LaunchOptions(
+        verl_python=invocation.value(VERL_PYTHON) or sys.executable,
+        trainer_module=invocation.value(TRAINER) or TRAINER_MODULE,
+        run_dir=Path(run_dir) if run_dir is not None else None,
+        overrides=invocation.line.without(*LAUNCH_FLAGS).argv(),
+    )
     if options.run_dir is not None and options.overrides:
-        raise UsageError(
-            f"--run-dir trains on a run directory written before, so the overrides "
-            f"({' '.join(options.overrides)}) would be ignored. Fix: drop them, or compose a new run "
-            "directory without --run-dir."
-        )
+        raise ConfigError([Problem(
+            key=RUN_DIR.name,
+            message="trains on a run directory written before, so the other arguments "
+            f"({' '.join(options.overrides)}) would be ignored",
+            fix="drop them, or compose a new run directory without --run-dir",
+        )])
     return options
 
 
@@ -130,12 +114,14 @@ def probe_verl(python: str) -> VerlProbe | None:
     return VerlProbe(found=bool(answer["found"]), version=str(version) if version is not None else None)
 
 
-def not_installed(python: str, probe: VerlProbe | None) -> str:
+def not_installed(python: str, probe: VerlProbe | None) -> ConfigError:
     where = f"the Python at {python}" if probe is not None else f"{python} (it could not be run)"
-    return (
-        f"verl_roles error: verl is not installed for {where}, and `verl-roles launch` trains with verl's "
-        f"trainer. Fix: {install_hint()}. Nothing was written and nothing was started."
-    )
+    return ConfigError([Problem(
+        key="verl",
+        message=f"is not installed for {where}, and `verl-roles launch` trains with verl's trainer; nothing "
+        "was written and nothing was started",
+        fix=install_hint(),
+    )])
 
 
 def version_warning(python: str, version: str | None) -> str | None:
@@ -155,8 +141,6 @@ def write_run_dir(overrides: list[str]) -> tuple[int, Path | None]:
 
     The main job plans the run before anything exists, so an invalid config writes nothing; a sweep is
     refused before it is planned (launch trains one run)."""
-    from verl_roles.commands.main import run_main_job
-
     code, run_dirs = run_main_job(list(overrides), single_run_only=True)
     return code, (run_dirs[0] if code == 0 and run_dirs else None)
 
@@ -185,29 +169,11 @@ def exit_code_of(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def run(args: list[str]) -> int:
-    """Entry point of ``verl-roles launch``; returns the exit code."""
-    from verl_roles.commands.reporting import run_reporting_errors
-
-    args = list(args)
-    outcome: list[int] = []
-    code = run_reporting_errors(lambda: outcome.append(_launch(args)), args)
-    return outcome[0] if outcome and code == 0 else code
-
-
-def _launch(args: list[str]) -> int:
-    try:
-        options = parse(list(args))
-    except UsageError as error:
-        print(f"verl_roles error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    if options.show_help:
-        print(USAGE)
-        return 0
+def _launch(invocation: Invocation) -> int:
+    options = options_of(invocation)
     probe = probe_verl(options.verl_python)
     if probe is None or not probe.found:
-        print(not_installed(options.verl_python, probe), file=sys.stderr)
-        return EXIT_USAGE
+        raise not_installed(options.verl_python, probe)
     warning = version_warning(options.verl_python, probe.version)
     if warning:
         print(warning, file=sys.stderr)
@@ -226,6 +192,30 @@ def _launch(args: list[str]) -> int:
     where = "" if workdir == Path.cwd() else f" in {workdir} (where the run was composed)"
     print(f"verl_roles: starting verl{where}: {shlex.join(command)}", flush=True)
     return exit_code_of(run_trainer(command, workdir))
+
+
+COMMAND = Command(
+    name="launch",
+    summary="write a run directory as the main job does, then train on it with verl",
+    action=_launch,
+    flags=LAUNCH_FLAGS,
+    words=Words.OWN,
+    passes=MAIN_FLAGS,
+    passes_note="Every other argument is the main job's (its flags and overrides: python -m verl_roles.main "
+    "--help).",
+    usage=(
+        "[--verl-python PYTHON] [--trainer-module MODULE] [hydra overrides...]",
+        "[--verl-python PYTHON] [--trainer-module MODULE] --run-dir DIR",
+    ),
+    about=f"""\
+Compose, validate and write a run directory exactly as `python -m verl_roles.main [overrides]`, then
+run verl's trainer on its resolved.yaml and exit with the trainer's exit code:
+  PYTHON -m {TRAINER_MODULE} --config-path RUN_DIR --config-name resolved hydra.run.dir=RUN_DIR/verl
+
+An invalid config writes nothing and starts nothing. A sweep (-m) is composed with
+`python -m verl_roles.main -m ...`; then launch each job with `verl-roles launch --run-dir JOB_DIR`.""",
+    examples=("verl-roles launch --verl-python ~/verl-env/bin/python model_engine=megatron",),
+)
 
 
 def composed_in(run_dir: Path) -> Path:

@@ -37,6 +37,7 @@ from verl_roles.cmdline import (
     INFO,
     NO_VALUE,
     SHELL_COMPLETION,
+    VERSION,
     CommandLine,
     FlagSpec,
 )
@@ -44,9 +45,10 @@ from verl_roles.commands import sweep
 from verl_roles.commands.check_sweep import print_warnings, report
 from verl_roles.commands.main_help import main_help
 from verl_roles.commands.reporting import run_reporting_errors, say
+from verl_roles.commands.shell import version_text
 from verl_roles.commands.show import composition_note, shows_composition
 from verl_roles.config_tree import CONF_DIR
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError, Problem, counted
 from verl_roles.installation import print_shadowing_notice
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.legacy import read_command_line
@@ -71,8 +73,8 @@ from verl_roles.write_protocol import (
 )
 
 # The main job's own flags, besides Hydra's.
-CHECK_SWEEP = FlagSpec(("--check-sweep",), NO_VALUE)
-OVERWRITE = FlagSpec(("--overwrite",), NO_VALUE)
+CHECK_SWEEP = FlagSpec(("--check-sweep",), NO_VALUE, help="with -m: check every point of the grid first")
+OVERWRITE = FlagSpec(("--overwrite",), NO_VALUE, help="replace the run folder of an earlier run")
 MAIN_FLAGS: tuple[FlagSpec, ...] = (*HYDRA_FLAGS, CHECK_SWEEP, OVERWRITE)
 
 # Hydra's flags that show something instead of running the job.
@@ -228,6 +230,9 @@ def _invoke(args: list[str], job: MainJob, single_run_only: bool) -> None:
     # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
     # for every job of a sweep alike.
     command = read_command_line(CommandLine.parse(args, MAIN_FLAGS)).command
+    if command.flag(VERSION) is not None:
+        say(version_text())
+        return
     command.config_dir_path()  # a --config-dir that is not a folder is refused before Hydra starts
     if command.flag(HELP) is not None:
         print(main_help(command))
@@ -302,6 +307,7 @@ def _run_sweep(command: CommandLine, job: MainJob, overwrite: bool, report_check
             raise named_finally(error, claim.staging, plan.target) from None
         claim.commit()
     total, bad = len(summary.records), len(summary.failures)
-    say(f"verl_roles: sweep of {total} jobs: {total - bad} ok, {bad} failed; summary in {summary.path}")
+    jobs = counted(total, "job")
+    say(f"verl_roles: sweep of {jobs}: {total - bad} ok, {bad} failed; summary in {summary.path}")
     if summary.failures:
         raise ConfigError([Problem(key="sweep", message=sweep.sweep_error_text(summary))])

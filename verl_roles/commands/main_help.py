@@ -9,7 +9,10 @@ including a ``--config-dir``'s), Hydra's own groups, and the commands that find 
 
 from __future__ import annotations
 
+import textwrap
+
 from verl_roles.cmdline import CommandLine
+from verl_roles.commands.shell import WIDTH
 
 HEADER = """verl_roles main job: compose, validate and write the PPO trainer config (resolved.yaml and
 roles/*.yaml in Hydra's output directory).
@@ -21,12 +24,25 @@ Flags are Hydra's (`--hydra-help` lists them): -m for a sweep, --config-dir DIR 
 files, --config-name NAME, --cfg job, --info defaults, ... The main job adds --check-sweep (with -m):
 check every point of the grid before launching any job."""
 
-KEYS = """Keys (about 900; override any with key=value, add one with +key=value):
-  verl-roles keys [GLOB] [model_engine=...]   keys with their type, default and comment, e.g. '*.optim.lr'
-  verl-roles show [overrides]                 the config a run uses (what resolved.yaml will hold)
-  verl-roles roles [overrides]                the keys whose values differ between the roles
-  verl-roles explain KEY [overrides]          where a key's value comes from
-  verl-roles check-sweep [overrides]          every point of a sweep checked, nothing written"""
+# The commands that find keys and show what a run uses, in the order listed.
+KEY_COMMANDS = ("keys", "show", "roles", "explain", "check-sweep")
+
+
+def _key_commands() -> list[str]:
+    """The commands of :data:`KEY_COMMANDS` as their declarations word them."""
+    from verl_roles.cli import command
+
+    shown = [(f"verl-roles {name} {command(name).arguments}", command(name).summary) for name in KEY_COMMANDS]
+    width = max(len(usage) for usage, _ in shown)
+    lines = ["Keys (about 900; override any with key=value, add one with +key=value):"]
+    for usage, summary in shown:
+        lines += textwrap.wrap(summary, WIDTH, initial_indent=f"  {usage.ljust(width)}  ",
+                               subsequent_indent=" " * (width + 4))
+    lines += textwrap.wrap(
+        "(`verl-roles --help` lists every command; `python -m verl_roles.main --version` names the verl "
+        "release it writes for)", WIDTH, initial_indent="  ", subsequent_indent="   ",
+    )
+    return lines
 
 
 def _groups(title: str, groups: dict[str, list[str]]) -> list[str]:
@@ -40,5 +56,5 @@ def main_help(command: CommandLine) -> str:
     lines = [HEADER, ""]
     lines += _groups("Choose (group=option; a list applies several role options in order):",
                      tree.selectable_groups())
-    lines += ["", *_groups("Hydra's own groups:", tree.hydra_groups_with_options()), "", KEYS]
+    lines += ["", *_groups("Hydra's own groups:", tree.hydra_groups_with_options()), "", *_key_commands()]
     return "\n".join(lines)

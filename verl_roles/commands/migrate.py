@@ -14,22 +14,11 @@ import re
 import shlex
 import sys
 
-from verl_roles.cmdline import CONFIG_NAME, CommandLine, Flag
-from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.cmdline import CONFIG_NAME, HYDRA_FLAGS, CommandLine, Flag
+from verl_roles.commands.reporting import say
+from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.legacy import LEGACY_CONFIG_NAMES, translate_command
-
-USAGE = """usage: verl-roles migrate [ARGS...]
-
-Prints the modern equivalent of a legacy `python -m verl_roles.main ARGS...` (or verl trainer)
-command line: flat LoRA keys become lora.*, critic.model.fsdp_config.* becomes critic.fsdp.*,
-reward_model.* / custom_reward_function.* / sandbox_fusion.* become reward.*,
-`--config-name ppo_megatron_trainer` becomes model_engine=megatron; a key with no current
-equivalent is dropped. Changes are listed on stderr.
-
-example:
-  verl-roles migrate --config-name ppo_megatron_trainer actor_rollout_ref.model.lora_rank=8
-  -> model_engine=megatron actor_rollout_ref.model.lora.rank=8"""
 
 _SAFE = re.compile(r"^[\w@%+=:,./-]+$")
 
@@ -75,13 +64,6 @@ def migrate_command_line(args: list[str]) -> tuple[list[str], list[str]]:
     return tokens, changes
 
 
-def run(args: list[str]) -> int:
-    if args and args[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0
-    return run_reporting_errors(lambda: _migrate(list(args)), list(args))
-
-
 def _check(command: CommandLine) -> None:
     """What the main job would refuse before reading a key: a flag without its value, and an
     argument Hydra's override grammar rejects (migrate rewrites keys, it cannot guess those)."""
@@ -100,11 +82,30 @@ def _check(command: CommandLine) -> None:
         raise ConfigError(problems)
 
 
-def _migrate(args: list[str]) -> None:
-    _check(CommandLine.parse(args))
-    tokens, changes = migrate_command_line(args)
-    print(" ".join(shell_quote(token) for token in tokens))
+def _migrate(invocation: Invocation) -> None:
+    _check(invocation.line)
+    tokens, changes = migrate_command_line(list(invocation.args))
+    say(" ".join(shell_quote(token) for token in tokens))
     for change in changes:
         print(f"migrate: {change}", file=sys.stderr)
     if not changes:
         print("migrate: nothing to change; the command line uses no legacy key", file=sys.stderr)
+
+
+COMMAND = Command(
+    name="migrate",
+    summary="print the modern equivalent of a legacy command line",
+    action=_migrate,
+    # The words are the old command line, Hydra's flags included.
+    words=Words.OWN,
+    passes=HYDRA_FLAGS,
+    arguments="[ARGS...]",
+    about="""\
+Prints the modern equivalent of a legacy `python -m verl_roles.main ARGS...` (or verl trainer)
+command line: flat LoRA keys become lora.*, critic.model.fsdp_config.* becomes critic.fsdp.*,
+reward_model.* / custom_reward_function.* / sandbox_fusion.* become reward.*,
+`--config-name ppo_megatron_trainer` becomes model_engine=megatron; a key with no current
+equivalent is dropped. Changes are listed on stderr. The example prints
+`model_engine=megatron actor_rollout_ref.model.lora.rank=8`.""",
+    examples=("verl-roles migrate --config-name ppo_megatron_trainer actor_rollout_ref.model.lora_rank=8",),
+)

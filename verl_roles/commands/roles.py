@@ -7,43 +7,31 @@ table says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from verl_roles.api import compose
-from verl_roles.cmdline import CONFIG_FLAGS, HELP, CommandLine, FlagSpec
-from verl_roles.commands.reporting import run_reporting_errors
-from verl_roles.errors import ConfigError
+from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
+from verl_roles.commands.reporting import say
+from verl_roles.commands.shell import Command, Invocation
 from verl_roles.role_table import ROLE_COLUMNS, compared_roles, render_table, role_rows
 from verl_roles.roles import critic_off_reason
 
-USAGE = """usage: verl-roles roles [--config-name NAME] [--config-dir DIR] [overrides...]
 
+def _print_table(invocation: Invocation) -> None:
+    say(side_by_side(invocation.line))
+
+
+COMMAND = Command(
+    name="roles",
+    summary="one table of the keys whose values differ between actor, ref, critic and rollout",
+    action=_print_table,
+    flags=CONFIG_FLAGS,
+    about="""\
 Compose the config the main job would run with and print one table of the keys whose values differ
 between the roles: actor, ref, critic, and the rollout for the keys it shares with them. Keys are
 relative to each role's section (optim.lr is actor_rollout_ref.actor.optim.lr for the actor and
 critic.optim.lr for the critic); `-` marks a role without that key. A key only one role has, or with
-the same value in every role, is not shown. A critic the algorithm does not train is left out.
-
-example: verl-roles roles model_engine=megatron critic.megatron.param_offload=true"""
-
-FLAGS: tuple[FlagSpec, ...] = (HELP, *CONFIG_FLAGS)
-
-
-def run(args: list[str]) -> int:
-    """The ``verl-roles roles`` command."""
-    args = list(args)
-    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
-        print(USAGE)
-        return 0
-    return run_reporting_errors(lambda: print(side_by_side(parse_args(args))), args)
-
-
-def parse_args(args: Sequence[str]) -> CommandLine:
-    command = CommandLine.parse(args, FLAGS)
-    problems = command.usage_problems("roles")
-    if problems:
-        raise ConfigError(problems)
-    return command
+the same value in every role, is not shown. A critic the algorithm does not train is left out.""",
+    examples=("verl-roles roles model_engine=megatron critic.megatron.param_offload=true",),
+)
 
 
 def side_by_side(command: CommandLine) -> str:

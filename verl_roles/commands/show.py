@@ -19,56 +19,51 @@ from omegaconf import OmegaConf
 
 from verl_roles import paths
 from verl_roles.api import compose
-from verl_roles.cmdline import CFG, CONFIG_FLAGS, HELP, INFO, PACKAGE, REQUIRED, CommandLine, FlagSpec
-from verl_roles.commands.reporting import run_reporting_errors
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.cmdline import CFG, CONFIG_FLAGS, INFO, PACKAGE, REQUIRED, CommandLine, FlagSpec
+from verl_roles.commands.shell import Command, Invocation
+from verl_roles.errors import ConfigError, Problem, did_you_mean
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_lines
 from verl_roles.run_files import run_files
+from verl_roles.suggest import MAX_KEYS, near_keys, near_names
 from verl_roles.write_protocol import write_atomic
 
-USAGE = """usage: verl-roles show [--role ROLE] [--keys GLOB]... [--config-name NAME] [--config-dir DIR]
-                        [overrides...]
+ROLE = FlagSpec(
+    ("--role",), REQUIRED, tuple(ROLE_SECTIONS), value_name="a role", metavar="ROLE",
+    help=f"only that role's section, exactly roles/ROLE.yaml ({', '.join(ROLE_SECTIONS)})",
+)
+KEYS = FlagSpec(
+    ("--keys",), REQUIRED, value_name="a key pattern", metavar="GLOB", repeatable=True,
+    help="one `key: value` line per key matching GLOB (* and ? as in the shell; a section's name matches "
+    "every key under it; a key near a plain name is suggested when none matches); repeat it for several "
+    "patterns. Keys are relative to --role when given",
+)
 
+
+def _show(invocation: Invocation) -> None:
+    line = invocation.line
+    role = invocation.value(ROLE)
+    if role is not None and role not in ROLE_SECTIONS:
+        raise ConfigError([Problem(key="--role", message=f"{role!r} is not a role",
+                                   expected="one of " + ", ".join(ROLE_SECTIONS))])
+    sys.stdout.write(show(line))
+
+
+COMMAND = Command(
+    name="show",
+    summary="the config the main job runs with (its resolved.yaml), or one role or some keys of it",
+    action=_show,
+    flags=(ROLE, KEYS, *CONFIG_FLAGS),
+    about="""\
 Print the config the main job runs with for these overrides: exactly the resolved.yaml it writes
 (after legacy keys, role options and the megatron_config_path slime file are applied, and after
-validation; an invalid config is reported as the main job reports it, exit code 2).
-
-  --role ROLE   only that role's section, exactly roles/ROLE.yaml (actor, critic, ref, rollout)
-  --keys GLOB   one `key: value` line per key matching GLOB (* and ? as in the shell; a section's
-                name matches every key under it); repeat it for several patterns. Keys are relative
-                to --role when given.
-
-examples:
-  verl-roles show model_engine=megatron megatron.tensor_model_parallel_size=2
-  verl-roles show --role critic model_engine=megatron megatron_config_path=roles.yaml
-  verl-roles show --keys '*.optim.lr' --keys '*.tensor_model_parallel_size' model_engine=megatron"""
-
-ROLE = FlagSpec(("--role",), REQUIRED, value_name="a role", metavar="ROLE")
-KEYS = FlagSpec(("--keys",), REQUIRED, value_name="a key pattern", metavar="GLOB")
-FLAGS: tuple[FlagSpec, ...] = (ROLE, KEYS, HELP, *CONFIG_FLAGS)
-
-
-def run(args: list[str]) -> int:
-    """The ``verl-roles show`` command."""
-    args = list(args)
-    if CommandLine.parse(args, FLAGS).flag(HELP) is not None:
-        print(USAGE)
-        return 0
-    # run_reporting_errors takes `--debug` out of this list before the action reads it.
-    return run_reporting_errors(lambda: sys.stdout.write(show(parse_args(args))), args)
-
-
-def parse_args(args: Sequence[str]) -> CommandLine:
-    command = CommandLine.parse(args, FLAGS)
-    problems = command.usage_problems("show")
-    role = command.flag(ROLE)
-    if role is not None and role.value is not None and role.value not in ROLE_SECTIONS:
-        problems.append(Problem(key="--role", message=f"{role.value!r} is not a role",
-                                expected="one of " + ", ".join(ROLE_SECTIONS)))
-    if problems:
-        raise ConfigError(problems)
-    return command
+validation; an invalid config is reported as the main job reports it, exit code 2).""",
+    examples=(
+        "verl-roles show model_engine=megatron megatron.tensor_model_parallel_size=2",
+        "verl-roles show --role critic model_engine=megatron megatron_config_path=roles.yaml",
+        "verl-roles show --keys '*.optim.lr' --keys '*.tensor_model_parallel_size' model_engine=megatron",
+    ),
+)
 
 
 def show(command: CommandLine) -> str:
@@ -94,22 +89,59 @@ def _leaves(node: object, prefix: str = "") -> list[tuple[str, object]]:
     return [(prefix[:-1], node)]
 
 
+GLOB_CHARACTERS = "*?["
+
+
+def is_glob(pattern: str) -> bool:
+    return any(char in pattern for char in GLOB_CHARACTERS)
+
+
 def matches(key: str, pattern: str) -> bool:
     """``key`` matches the shell-style ``pattern``, or lies under a section that does."""
     return fnmatchcase(key, pattern) or fnmatchcase(key, pattern + ".*")
 
 
+def near_patterns(patterns: Sequence[str], keys: Sequence[str]) -> list[str]:
+    """The keys (or sections) nearest the plain names among ``patterns`` that match nothing
+    (``critic.optim.lrr`` -> ``critic.optim.lr``; a name alone -> the keys whose name is near it)."""
+    sections = {key.rsplit(".", i)[0] for key in keys for i in range(1, key.count(".") + 1)}
+    pool = [*keys, *sorted(sections)]
+    guesses: list[str] = []
+    for pattern in patterns:
+        if is_glob(pattern):
+            continue
+        found = near_keys(pattern, pool)
+        if not found and "." not in pattern:
+            names = near_names(pattern, [key.rpartition(".")[2] for key in pool], n=MAX_KEYS)
+            found = sorted((k for k in pool if k.rpartition(".")[2] in names), key=_shallow_first)[:MAX_KEYS]
+        guesses += found
+    return list(dict.fromkeys(guesses))
+
+
+def _shallow_first(key: str) -> tuple[int, str]:
+    return key.count("."), key
+
+
+def no_match(shown: str, keys: Sequence[str], patterns: Sequence[str], hint: str) -> ConfigError:
+    """The error of patterns that match no key: the keys nearest a plain name, then how patterns work."""
+    return ConfigError([Problem(
+        key=shown,
+        message="matches no key of the config",
+        fix=did_you_mean(
+            near_patterns(patterns, keys),
+            "patterns use * and ? as in the shell and match the whole key, e.g. '*.optim.lr' or "
+            f"'critic.megatron'; {hint}",
+        ),
+    )])
+
+
 def matching_lines(container: object, patterns: Sequence[str]) -> str:
     """``key: value`` per leaf matching any of ``patterns``, in config order; an error when none does."""
-    found = {key: value for key, value in _leaves(container) if any(matches(key, p) for p in patterns)}
+    leaves = _leaves(container)
+    found = {key: value for key, value in leaves if any(matches(key, p) for p in patterns)}
     if not found:
-        shown = " ".join(f"--keys {p}" for p in patterns)
-        raise ConfigError([Problem(
-            key=shown,
-            message="matches no key of the config",
-            fix="patterns use * and ? as in the shell and match the whole key, e.g. '*.optim.lr' or "
-            "'critic.megatron'; `verl-roles keys` lists every key with its comment",
-        )])
+        raise no_match(" ".join(f"--keys {p}" for p in patterns), [key for key, _ in leaves], patterns,
+                       "`verl-roles keys` lists every key with its comment")
     return dump_lines(found)
 
 

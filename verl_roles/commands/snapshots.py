@@ -10,7 +10,6 @@ a unified diff for every stale or missing snapshot and names the files that are 
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import sys
 import warnings
@@ -21,9 +20,10 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from verl_roles.api import compose
-from verl_roles.commands.reporting import run_reporting_errors
+from verl_roles.cmdline import REQUIRED, FlagSpec
+from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.config_tree import CONF_DIR
-from verl_roles.errors import ConfigError, Problem
+from verl_roles.errors import ConfigError, Problem, counted
 from verl_roles.layout import PRIMARY_CONFIG
 from verl_roles.legacy import LEGACY_CONFIG_NAMES
 from verl_roles.notices import ConfigDeprecationWarning
@@ -231,7 +231,8 @@ def check(
         print(f"stale: {GENERATED_DIR}/{path.name} is not in VARIANTS (verl_roles/commands/snapshots.py)")
     if stale or extras:
         print(
-            f"{stale + len(extras)} snapshot file(s) in {GENERATED_DIR}/ are stale. "
+            f"{counted(stale + len(extras), 'snapshot file')} in {GENERATED_DIR}/ "
+            f"{'is' if stale + len(extras) == 1 else 'are'} stale. "
             f"Fix: run {SCRIPT}, review `git diff {GENERATED_DIR}/` and commit it."
         )
         return 1
@@ -283,42 +284,40 @@ def _check_checkout(root: Path) -> None:
         )
 
 
+CHECK = FlagSpec(
+    ("--check",), help="write nothing; print a diff of every stale snapshot; exit 1 when any is stale"
+)
+ROOT = FlagSpec(("--root",), REQUIRED, value_name="a checkout folder", metavar="DIR",
+                help="the checkout whose conf/ and _generated/ are used (default: the current folder)")
+
+
+def _snapshots(invocation: Invocation) -> int:
+    root = Path(invocation.value(ROOT) or Path.cwd()).resolve()
+    _check_checkout(root)
+    generated_dir = root / GENERATED_DIR
+    return check(generated_dir) if invocation.given(CHECK) else generate(generated_dir)
+
+
+COMMAND = Command(
+    name="snapshots",
+    summary=f"regenerate the resolved-config snapshots in {GENERATED_DIR}/ from conf/",
+    action=_snapshots,
+    flags=(CHECK, ROOT),
+    words=Words.NONE,
+    arguments="",
+    program=SCRIPT,
+    about=f"""\
+Regenerate the resolved-config snapshots in {GENERATED_DIR}/ from conf/ (the variants are listed in
+verl_roles/commands/snapshots.py), composed in one process, written atomically, only those that changed;
+files of the generator no longer listed are removed. With --check nothing is written.""",
+    examples=(SCRIPT, f"{SCRIPT} --check"),
+    completes_overrides=False,
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m verl_roles.commands.snapshots [--check] [--root DIR]``, run by the generator script."""
-    parser = argparse.ArgumentParser(
-        prog=SCRIPT,
-        description=f"Regenerate the resolved-config snapshots in {GENERATED_DIR}/ from conf/.",
-    )
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing; print a diff of every stale snapshot; exit 1 when any is stale",
-    )
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the checkout (default: current dir)")
-    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    args, unknown = parser.parse_known_args(args_list)
-    if unknown:
-        return run_reporting_errors(lambda: _refuse_arguments(unknown), [])
-    root = args.root.resolve()
-    generated_dir = root / GENERATED_DIR
-    status = 1
-
-    def action() -> None:
-        nonlocal status
-        _check_checkout(root)
-        status = check(generated_dir) if args.check else generate(generated_dir)
-
-    error_status = run_reporting_errors(action, ["--debug"] if args.debug else [])
-    return error_status or status
-
-
-def _refuse_arguments(unknown: list[str]) -> None:
-    flags = ["--check", "--root", "--debug", "--help"]
-    close = difflib.get_close_matches(unknown[0], flags, n=1)
-    hint = f"did you mean `{close[0]}`? " if close else ""
-    raise ConfigError([Problem(key=unknown[0], message=f"is not an argument of {SCRIPT}",
-                               fix=f"{hint}the arguments are {', '.join(flags)}")])
+    return COMMAND.run(list(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":

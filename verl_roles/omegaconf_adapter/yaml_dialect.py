@@ -133,3 +133,45 @@ def dump_lines(pairs: Mapping[str, object]) -> str:
                          sort_keys=False)
         lines.append(text)
     return "".join(lines)
+
+
+def dump_flow(value: object) -> str:
+    """``value`` on one line, spelt as resolved.yaml spells it (OmegaConf's YAML, in flow style):
+    ``1.0e-06``, ``false``, ``null``, ``fsdp``, ``'1e-5'`` (a string that would read back as a number is
+    quoted), ``[console, wandb]``, ``{k: v}``. Every view that shows a value writes it this way, so the
+    views agree with each other and with the files a run writes. A string with a line break is written
+    double-quoted (``"a\\nb"``); anything but plain data (a marker object of a view), as ``str`` does."""
+    if not _plain(value):
+        return str(value)
+    value = _as_lists(value)
+    try:
+        text = yaml.dump(value, Dumper=_Dumper, default_flow_style=True, allow_unicode=True, sort_keys=False,
+                         width=_ONE_LINE)
+    except yaml.YAMLError:
+        return str(value)
+    text = text.removesuffix("\n").removesuffix("\n...")
+    if "\n" in text:
+        text = yaml.dump(value, Dumper=_Dumper, default_flow_style=True, default_style='"',
+                         allow_unicode=True, sort_keys=False, width=_ONE_LINE).removesuffix("\n")
+    return text
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(_plain(k) and _plain(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_plain(item) for item in value)
+    return value is None or isinstance(value, str | int | float)
+
+
+def _as_lists(value: object) -> object:
+    """Tuples as the lists a config holds (YAML would tag a tuple)."""
+    if isinstance(value, dict):
+        return {k: _as_lists(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_lists(item) for item in value]
+    return value
+
+
+# PyYAML's line width: long enough that no value is folded.
+_ONE_LINE = 1 << 30
