@@ -237,7 +237,7 @@ def test_legacy_key_in_a_user_file_is_moved_to_its_current_key(user_conf):
     assert sources(old) == [
         (f"{user_conf}: legacy_run.yaml (at the top level)", 8),
         (move, explain.REMOVED),
-        ("verl's flat LoRA key, derived from actor_rollout_ref.model.lora.rank (verl 0.9.1 reads both)", 8),
+        ("verl's flat LoRA key, derived from actor_rollout_ref.model.lora.rank (verl reads both)", 8),
     ]
 
 

@@ -15,11 +15,15 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import REPO, cli_env, main_in_process, verl_python
+import yaml
+from conftest import REPO, cli_env, installed_verl_release, main_in_process, verl_python
 from verl_known_failures import explaining_row
 
+from verl_roles import releases
 from verl_roles.cli import main as cli_main
-from verl_roles.verl_target import VERL_EXTRA, VERL_TARGET_VERSION
+
+DEFAULT = releases.DEFAULT_RELEASE
+OLDEST = releases.supported()[0]
 
 QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
 TRAINER = """\
@@ -31,7 +35,7 @@ sys.exit(int(os.environ.get("FAKE_VERL_EXIT", "0")))
 """
 
 
-def fake_verl(root: Path, version: str = VERL_TARGET_VERSION) -> Path:
+def fake_verl(root: Path, version: str = DEFAULT) -> Path:
     """A package named verl with the given version and a trainer module that records its call."""
     (root / "verl" / "trainer").mkdir(parents=True)
     (root / "verl" / "__init__.py").write_text(f'__version__ = "{version}"\n', encoding="utf-8")
@@ -127,13 +131,49 @@ def test_a_sweep_is_refused_with_the_way_to_launch_its_jobs(
     assert list(Path.cwd().iterdir()) == [] and not trainer.exists()
 
 
-def test_another_verl_version_is_a_warning_naming_both(
+def written_release(run_root: Path) -> str:
+    [run_dir] = run_dirs(run_root)
+    return yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))[releases.VERSION_KEY]
+
+
+def test_the_config_is_written_for_the_installed_release(
     trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    monkeypatch.setenv("PYTHONPATH", str(fake_verl(tmp_path / "old", version="0.8.0")))
+    """No verl_version on the line: launch writes the config for the release the trainer's Python has."""
+    monkeypatch.setenv("PYTHONPATH", str(fake_verl(tmp_path / "old", version=OLDEST)))
     code, _, err = launch(QUIET, capsys)
-    assert code == 0 and trainer.exists()
-    assert "verl 0.8.0" in err and f"verl {VERL_TARGET_VERSION}" in err
+    assert code == 0 and trainer.exists(), err
+    assert written_release(Path.cwd()) == OLDEST
+
+
+def test_another_chosen_release_is_refused_naming_both(
+    trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    monkeypatch.setenv("PYTHONPATH", str(fake_verl(tmp_path / "old", version=OLDEST)))
+    code, _, err = launch([releases.choice(DEFAULT), *QUIET], capsys)
+    assert code == 2 and not trainer.exists()
+    assert f"is {DEFAULT}, but" in err and f"has verl {OLDEST}" in err and releases.extra(DEFAULT) in err
+    assert "\n" not in err.strip() and list(Path.cwd().iterdir()) == []
+
+
+def test_a_release_verl_roles_does_not_support_is_refused(
+    trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    monkeypatch.setenv("PYTHONPATH", str(fake_verl(tmp_path / "old", version="0.1.0")))
+    code, _, err = launch(QUIET, capsys)
+    assert code == 2 and not trainer.exists()
+    assert "verl 0.1.0" in err and ", ".join(releases.supported()) in err
+    assert list(Path.cwd().iterdir()) == []
+
+
+def test_a_run_dir_written_for_another_release_is_refused(
+    trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    assert main_in_process([releases.choice(DEFAULT)], tmp_path / "job", capsys)[0] == 0
+    monkeypatch.setenv("PYTHONPATH", str(fake_verl(tmp_path / "old", version=OLDEST)))
+    code, _, err = launch(["--run-dir", str(tmp_path / "job" / "out")], capsys)
+    assert code == 2 and not trainer.exists()
+    assert f"is {DEFAULT}, but" in err and releases.choice(OLDEST) in err
 
 
 def test_run_dir_trains_on_a_folder_written_before(
@@ -175,7 +215,7 @@ def test_without_verl_one_paragraph_says_how_to_install_the_extra(tmp_path: Path
     assert "Traceback" not in result.stderr
     paragraph = result.stderr.strip()
     assert "\n" not in paragraph
-    assert 'pip install "verl_roles[verl]"' in paragraph and f"verl=={VERL_TARGET_VERSION}" in paragraph
+    assert f'pip install "verl_roles[{releases.extra(DEFAULT)}]"' in paragraph and f"verl=={DEFAULT}" in paragraph
     assert "--verl-python" in paragraph
     assert list(tmp_path.iterdir()) == []
 
@@ -185,9 +225,9 @@ def test_a_verl_python_that_cannot_run_is_named(tmp_path: Path, capsys: pytest.C
     assert code == 2 and "could not be run" in err and str(tmp_path / "no-python") in err
 
 
-def test_the_verl_extra_pins_the_target_release():
+def test_the_verl_extra_installs_the_default_release_with_what_its_trainer_imports():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["optional-dependencies"][VERL_EXTRA] == [f"verl=={VERL_TARGET_VERSION}"]
+    assert project["optional-dependencies"]["verl"] == [f"verl[verl-core]=={DEFAULT}"]
 
 
 # --------------------------------------------------------------------------------------------------

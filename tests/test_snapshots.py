@@ -12,13 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import REPO, cli_env
 
 from verl_roles.commands import snapshots
 from verl_roles.commands.snapshots import VARIANTS, Variant
 from verl_roles.layout import DEFAULT_ENGINE, ENGINES
 from verl_roles.main import main as main_job
-from verl_roles.verl_target import VERL_TARGET_VERSION
+from verl_roles import releases
+from verl_roles.cmdline import CommandLine
 
 # One pytest-xdist worker runs this module (`--dist loadgroup`, pyproject): every snapshot is rendered
 # once (the module fixture below), not once per worker that gets a test of this module.
@@ -54,6 +56,13 @@ def test_variant_list_is_the_generated_dir():
     }
 
 
+def test_every_release_has_snapshots_of_the_default_engines():
+    pinned = {(CommandLine.parse(list(v.composition.overrides)).release(),
+               next((o.partition("=")[2] for o in v.composition.overrides if o.startswith("model_engine=")),
+                    DEFAULT_ENGINE)) for v in VARIANTS}
+    assert {(r, e) for r in releases.supported() for e in (DEFAULT_ENGINE, "megatron")} <= pinned
+
+
 def test_every_engine_has_a_snapshot():
     overrides = [o for v in VARIANTS for o in v.composition.overrides]
     pinned = {o.partition("=")[2] for o in overrides if o.startswith("model_engine=")}
@@ -68,7 +77,9 @@ def test_snapshot_header_names_engine_and_command_and_nothing_machine_specific(v
     chosen = [o.partition("=")[2] for o in variant.composition.overrides if o.startswith("model_engine=")]
     engine = chosen[-1] if chosen else DEFAULT_ENGINE
     assert f"# model_engine: {engine}" in head
-    assert any(line.startswith(f"# Target trainer: verl {VERL_TARGET_VERSION} ") for line in head)
+    release = CommandLine.parse(list(variant.composition.overrides)).release()
+    assert any(line.startswith(f"# Target trainer: verl {release} ") for line in head)
+    assert yaml.safe_load(body)[releases.VERSION_KEY] == release
     assert f"\nmodel_engine: {engine}\n" in body
     assert f"# Composed as: {variant.composition.command()}" in head
     assert any(FIX in line for line in head)

@@ -131,9 +131,9 @@ def extra(release: str) -> str:
 def install_hint(release: str = DEFAULT_RELEASE) -> str:
     """How to get ``release`` of verl into the current environment."""
     return (
-        f'install it with `pip install "verl_roles[{extra(release)}]"` (verl=={release} and what its trainer '
-        "imports; about 5 minutes and 6.4 GB; CPU-only is enough to check a config), or point "
-        "`--verl-python` at the Python of an environment that has it"
+        f'install verl {release} with `pip install "verl_roles[{extra(release)}]"` (verl=={release} and what its '
+        "trainer imports; about 5 minutes and 6.4 GB; CPU-only is enough to check a config), or point "
+        f"`--verl-python` at the Python of an environment that has verl {release}"
     )
 
 

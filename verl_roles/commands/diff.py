@@ -3,8 +3,14 @@
 Each side is a list of Hydra overrides, optionally with ``--config-name NAME``; an empty side is the
 default config. Both sides are composed, validated and resolved exactly as the main job does, then
 compared leaf by leaf (a list is one leaf). Every differing key is printed on one line, sorted by key
-path: ``added`` (only in B), ``removed`` (only in A) or ``changed`` (A's value -> B's value); values
-are shown in JSON/YAML flow style. Exit codes follow diff(1): 0 same, 1 different, 2 a user error.
+path: ``added`` (only in B), ``removed`` (only in A), ``renamed`` (a key of A's verl release that B's
+release spells another way, with its value) or ``changed`` (A's value -> B's value); values are shown
+in JSON/YAML flow style. Exit codes follow diff(1): 0 same, 1 different, 2 a user error.
+
+A verl upgrade: a side that is nothing but a release choice (``verl_version=0.8.0``) takes the other
+side's overrides too, so ``verl-roles diff verl_version=0.8.0 -- verl_version=0.9.1 OVERRIDES`` lists
+what moving that one config from verl 0.8.0 to 0.9.1 changes: keys added and removed, renamed, and
+defaults changed.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from verl_roles import releases
 from verl_roles.api import compose
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
 from verl_roles.commands.reporting import report, say
@@ -50,8 +57,11 @@ class Change:
     kind: str
     old: object = None
     new: object = None
+    new_key: str = ""
 
     def render(self) -> str:
+        if self.kind == "renamed":
+            return f"renamed {self.key} -> {self.new_key}: {format_value(self.new)}"
         if self.kind == "added":
             return f"added   {self.key}: {format_value(self.new)}"
         if self.kind == "removed":
@@ -65,8 +75,9 @@ def format_value(value: object) -> str:
     return dump_flow(value)
 
 
-def compare(a: Mapping[str, object], b: Mapping[str, object]) -> list[Change]:
-    """The differing leaves of two plain containers, sorted by key path."""
+def compare(a: Mapping[str, object], b: Mapping[str, object], renames: Mapping[str, str] = {}) -> list[Change]:
+    """The differing leaves of two plain containers, sorted by key path. ``renames`` (A's key -> B's)
+    pairs a key only A has with the key only B has that spells it, when their values agree."""
     old = dict(leaves(a))
     new = dict(leaves(b))
     changes = []
@@ -79,7 +90,15 @@ def compare(a: Mapping[str, object], b: Mapping[str, object]) -> list[Change]:
             changes.append(Change(key, "removed", old=before))
         elif before != after or type(before) is not type(after):
             changes.append(Change(key, "changed", old=before, new=after))
-    return changes
+    removed = {c.key: c for c in changes if c.kind == "removed"}
+    added = {c.key: c for c in changes if c.kind == "added"}
+    for old_key, new_key in renames.items():
+        if old_key in removed and new_key in added and removed[old_key].old == added[new_key].new:
+            changes.remove(removed[old_key])
+            changes.remove(added[new_key])
+            changes.append(Change(old_key, "renamed", old=removed[old_key].old, new=added[new_key].new,
+                                  new_key=new_key))
+    return sorted(changes, key=lambda c: c.key.split("."))
 
 
 def parse_side(label: str, args: Sequence[str]) -> Side:
@@ -111,15 +130,17 @@ def compose_side(side: Side) -> dict[str, object]:
 
 def render(a: Side, b: Side, changes: Sequence[Change]) -> str:
     """The report printed on stdout."""
-    lines = [f"A: {a.describe()}", f"B: {b.describe()}"]
+    lines = [f"A: {a.describe()}  (verl {a.command.release()})",
+             f"B: {b.describe()}  (verl {b.command.release()})"]
     if not changes:
         lines.append("same: every resolved value of A and B is equal")
         return "\n".join(lines)
     lines.extend(change.render() for change in changes)
-    counts = {kind: sum(c.kind == kind for c in changes) for kind in ("added", "removed", "changed")}
+    counts = {kind: sum(c.kind == kind for c in changes) for kind in ("added", "removed", "renamed", "changed")}
     differ = f"{counted(len(changes), 'key')} {'differs' if len(changes) == 1 else 'differ'}"
     lines.append(
-        f"{differ}: {counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
+        f"{differ}: {counts['added']} added, {counts['removed']} removed, "
+        + (f"{counts['renamed']} renamed, " if counts["renamed"] else "") + f"{counts['changed']} changed"
     )
     return "\n".join(lines)
 
@@ -135,11 +156,39 @@ def _diff(invocation: Invocation) -> int:
             f"write one `--` between the overrides of A and those of B (found {args.count('--')})"
         )
     split = args.index("--")
-    a = parse_side("A", args[:split])
-    b = parse_side("B", args[split + 1 :])
-    changes = compare(compose_side(a), compose_side(b))
+    a_args, b_args = borrowed(args[:split], args[split + 1 :])
+    a = parse_side("A", a_args)
+    b = parse_side("B", b_args)
+    changes = compare(compose_side(a), compose_side(b), renames(a.command.release(), b.command.release()))
     say(render(a, b, changes))
     return EXIT_DIFFERENT if changes else EXIT_SAME
+
+
+def _only_a_release(args: Sequence[str]) -> bool:
+    command = CommandLine.parse(args, flags=CONFIG_FLAGS)
+    return bool(args) and not command.flags and all(
+        o.is_group and o.key == releases.VERSION_KEY for o in command.overrides)
+
+
+def borrowed(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
+    """The two sides, a side that only chooses a verl release taking the other side's overrides."""
+    if _only_a_release(a) and not _only_a_release(b):
+        rest = [t for t in b if not (t.startswith(f"{releases.VERSION_KEY}=") and "," not in t)]
+        return [*rest, *a], b
+    if _only_a_release(b) and not _only_a_release(a):
+        rest = [t for t in a if not (t.startswith(f"{releases.VERSION_KEY}=") and "," not in t)]
+        return a, [*rest, *b]
+    return a, b
+
+
+def renames(old: str, new: str) -> dict[str, str]:
+    """Keys of verl ``old`` that ``new`` spells another way (the legacy table, under ``new``)."""
+    if old == new:
+        return {}
+    from verl_roles.legacy import LEGACY_KEYS
+
+    return {entry.old: entry.new for entry in LEGACY_KEYS
+            if not entry.section and entry.applies(new) and not entry.applies(old)}
 
 
 COMMAND = Command(
@@ -153,13 +202,17 @@ COMMAND = Command(
     about="""\
 Compose config A and config B (Hydra overrides; an empty side is the default config) and print
 every resolved key whose value differs: `added` (only in B), `removed` (only in A), `changed`
-(A -> B). Exit code 0 when they are the same, 1 when they differ, 2 on an error.""",
+(A -> B), `renamed` (a key B's verl release spells another way). A side that only chooses a verl release
+takes the other side's overrides: `verl-roles diff verl_version=0.8.0 -- verl_version=0.9.1 OVERRIDES`
+lists what that verl upgrade changes in that config. Exit code 0 when they are the same, 1 when they
+differ, 2 on an error.""",
     passes_note="--config-name and --config-dir may be given on either side, for that side.",
     examples=(
         "verl-roles diff -- model_engine=megatron",
         "verl-roles diff model_engine=megatron -- model_engine=megatron "
         "megatron.tensor_model_parallel_size=2",
         "verl-roles diff model_engine=megatron -- --config-name ppo_megatron_trainer",
+        "verl-roles diff verl_version=0.8.0 -- verl_version=0.9.1 model_engine=megatron",
     ),
 )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pickle
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -27,12 +27,13 @@ from verl_roles.api import (
     defaults_layers,
     stock_config,
 )
+from verl_roles import releases
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation, Words, parse
 from verl_roles.errors import ConfigError, Problem, counted, unknown_key
 from verl_roles.flat_lora import FlatLoraReport
-from verl_roles.layout import ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, read_command_line
 from verl_roles.omegaconf_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
@@ -186,6 +187,12 @@ class Layer:
     file: str
     source: str
     cfg: DictConfig
+    # Keys whose value here is the chosen verl release's, not conf/'s (its layer): key -> the note.
+    notes: Mapping[str, str] = field(default_factory=dict)
+
+    def source_of(self, key: str) -> str:
+        note = self.notes.get(key)
+        return f"{self.source}, {note}" if note else self.source
 
 
 @dataclass(frozen=True)
@@ -274,7 +281,7 @@ class _Pipeline:
         if isinstance(report, FlatLoraReport):
             return [
                 _Event(report.step, (derived.flat_key,),
-                       f"verl's flat LoRA key, derived from {derived.block_key} (verl 0.9.1 reads both)")
+                       f"verl's flat LoRA key, derived from {derived.block_key} (verl reads both)")
                 for derived in report.derived
             ]
         assert isinstance(report, RolesReport)
@@ -343,7 +350,7 @@ def _related(key: str, path: str) -> bool:
 
 def _explain(key: str, run: _Pipeline, aliases: dict[str, str], seen: set[str]) -> Explanation:
     steps = [
-        Step(layer.source, raw) for layer in run.layers if (raw := raw_at(layer.cfg, key)) is not ABSENT
+        Step(layer.source_of(key), raw) for layer in run.layers if (raw := raw_at(layer.cfg, key)) is not ABSENT
     ]
     steps += _command_line_steps(key, run.command, aliases)
     steps += run.steps(key)
@@ -380,11 +387,24 @@ def _layers(command: CommandLine, user_dir: UserDir | None) -> list[Layer]:
     """Each file of the defaults list, in merge order, loaded at its package; a user's file is named
     relative to its ``--config-dir``, prefixed with the directory as typed."""
     layers = []
-    for loaded in defaults_layers(command.config_name, command.texts(), user_dir.path if user_dir else None):
+    loaded_files = defaults_layers(command.config_name, command.texts(), user_dir.path if user_dir else None)
+    release = command.release()
+    engine = next((ENGINE_ALIASES.get(name, name) for d in loaded_files
+                   for group, _, name in [d.config_path.rpartition("/")] if group == ENGINE_KEY), DEFAULT_ENGINE)
+    changed = releases.layer(release, engine)["set"]
+    for loaded in loaded_files:
         file = f"{loaded.config_path}.yaml"
-        if user_dir is not None and loaded.source == user_dir.url:
+        ours = user_dir is None or loaded.source != user_dir.url
+        if not ours:
             file = f"{user_dir.typed}: {file}"
-        layers.append(Layer(file, _describe(file, loaded.config_path, loaded.package), loaded.config))
+        notes = {}
+        if ours and loaded.config_path == f"{releases.VERSION_KEY}/{release}":
+            notes = {key: f"a key of verl {release} that conf/ does not write ({releases.choice(release)})"
+                     for key in releases.layer(release, engine)["add"]}
+        elif ours:
+            notes = {key: f"verl {release}'s default ({releases.choice(release)}; conf/ writes another)"
+                     for key in changed if raw_at(loaded.config, key) is not ABSENT}
+        layers.append(Layer(file, _describe(file, loaded.config_path, loaded.package), loaded.config, notes))
     return layers
 
 

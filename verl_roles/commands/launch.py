@@ -10,10 +10,14 @@ a subfolder of the run directory (verl would otherwise write them under ``output
 started in the same second would share our folder); it changes nothing in the config.
 
 Before anything is written, the chosen Python (``--verl-python``, default: this one) is asked whether
-it has verl and which version: none stops the launch with the way to install it; a version other than
-the one we write configs for (:data:`VERL_TARGET_VERSION`) is a warning naming both. An invalid config
-stops the launch with the main job's error: nothing written, nothing started. ``--run-dir DIR`` skips
-composing and trains on a run directory written before, e.g. by one job of a sweep.
+it has verl and which release (its package metadata; verl is not imported). None, or a release
+verl_roles does not write configs for, stops the launch with the way to install one. The config is
+written for the installed release: a command line that does not choose ``verl_version`` gets
+``verl_version=<installed>``; one that chooses another release is refused, naming both and the fix (a
+config written for one release and run on another is what silently changes behaviour). An invalid
+config stops the launch with the main job's error: nothing written, nothing started. ``--run-dir DIR``
+skips composing and trains on a run directory written before, e.g. by one job of a sweep; its
+``resolved.yaml`` must be written for the installed release too.
 """
 
 from __future__ import annotations
@@ -27,17 +31,17 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verl_roles.cmdline import REQUIRED, FlagSpec
+from verl_roles import releases
+from verl_roles.cmdline import REQUIRED, CommandLine, FlagSpec
 from verl_roles.commands.main import MAIN_FLAGS, run_main_job
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.verl_target import VERL_TARGET_VERSION, install_hint
 
 TRAINER_MODULE = "verl.trainer.main_ppo"
 
 VERL_PYTHON = FlagSpec(
     ("--verl-python",), REQUIRED, value_name="a Python interpreter", metavar="PYTHON",
-    help=f"the Python that has verl=={VERL_TARGET_VERSION} (default: this one)",
+    help=f"the Python that has verl, one of {', '.join(releases.supported())} (default: this one)",
 )
 TRAINER = FlagSpec(
     ("--trainer-module",), REQUIRED, value_name="a module name", metavar="MODULE",
@@ -120,20 +124,59 @@ def not_installed(python: str, probe: VerlProbe | None) -> ConfigError:
         key="verl",
         message=f"is not installed for {where}, and `verl-roles launch` trains with verl's trainer; nothing "
         "was written and nothing was started",
-        fix=install_hint(),
+        fix=releases.install_hint(),
     )])
 
 
-def version_warning(python: str, version: str | None) -> str | None:
-    if version == VERL_TARGET_VERSION:
-        return None
+def installed_release(python: str, version: str | None) -> str:
+    """The supported release ``python`` has, else the error naming the releases verl_roles writes for."""
+    if releases.is_supported(version):
+        return str(version)
     installed = f"verl {version}" if version else "a verl whose version is not recorded (no package metadata)"
-    return (
-        f"verl_roles warning: {python} has {installed}, but verl_roles writes configs for verl "
-        f"{VERL_TARGET_VERSION}. The launch goes ahead; if verl refuses the config, install "
-        f'verl=={VERL_TARGET_VERSION} (`pip install "verl_roles[verl]"`) or a verl_roles release made for '
-        f"{version}."
-    )
+    raise ConfigError([Problem(
+        key="verl",
+        message=f"{python} has {installed}, and verl_roles writes configs for verl "
+        f"{', '.join(releases.supported())} only; nothing was written and nothing was started",
+        fix=releases.install_hint(),
+    )])
+
+
+def for_release(overrides: list[str], release: str, python: str) -> list[str]:
+    """The main job's command line written for the installed ``release``: ``verl_version=<release>``
+    added when the line chooses none; a line that chooses another release is refused."""
+    command = CommandLine.parse(overrides)
+    if not command.chose(releases.VERSION_KEY):
+        return [*overrides, releases.choice(release)]
+    chosen = command.release()
+    if chosen != release:
+        raise ConfigError([Problem(
+            key=releases.VERSION_KEY,
+            message=f"is {chosen}, but {python} has verl {release}: the config would be written for one "
+            "release and trained on another; nothing was written and nothing was started",
+            origin=f"the command line override `{releases.choice(chosen)}`",
+            fix=f"drop `{releases.choice(chosen)}` (launch then writes the config for verl {release}), or "
+            f"{releases.install_hint(chosen)}",
+        )])
+    return overrides
+
+
+def written_for(run_dir: Path, release: str, python: str) -> None:
+    """A run directory written before must be written for the installed ``release``."""
+    import yaml
+
+    try:
+        resolved = yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return  # check_written_run has said what is wrong with the folder
+    written = resolved.get(releases.VERSION_KEY) if isinstance(resolved, dict) else None
+    if str(written) != release:
+        raise ConfigError([Problem(
+            key=releases.VERSION_KEY,
+            message=f"of {run_dir / 'resolved.yaml'} is {written}, but {python} has verl {release}; nothing "
+            "was started",
+            fix=f"compose the run again with {releases.choice(release)} (or let launch compose it), or "
+            f"{releases.install_hint(str(written))}",
+        )])
 
 
 def write_run_dir(overrides: list[str]) -> tuple[int, Path | None]:
@@ -174,17 +217,16 @@ def _launch(invocation: Invocation) -> int:
     probe = probe_verl(options.verl_python)
     if probe is None or not probe.found:
         raise not_installed(options.verl_python, probe)
-    warning = version_warning(options.verl_python, probe.version)
-    if warning:
-        print(warning, file=sys.stderr)
+    release = installed_release(options.verl_python, probe.version)
     if options.run_dir is not None:
         from verl_roles.planning import check_written_run
 
         run_dir = options.run_dir
         check_written_run(run_dir)
+        written_for(run_dir, release, options.verl_python)
         workdir = composed_in(run_dir)
     else:
-        code, written = write_run_dir(options.overrides)
+        code, written = write_run_dir(for_release(options.overrides, release, options.verl_python))
         if code or written is None:
             return code  # an invalid config (nothing written), or e.g. --cfg job (nothing to train)
         run_dir, workdir = written, Path.cwd()
@@ -208,8 +250,9 @@ COMMAND = Command(
         "[--verl-python PYTHON] [--trainer-module MODULE] --run-dir DIR",
     ),
     about=f"""\
-Compose, validate and write a run directory exactly as `python -m verl_roles.main [overrides]`, then
-run verl's trainer on its resolved.yaml and exit with the trainer's exit code:
+Compose, validate and write a run directory exactly as `python -m verl_roles.main [overrides]`, written
+for the verl release PYTHON has (verl_version=<that release> unless the line chooses it; another
+release is refused), then run verl's trainer on its resolved.yaml and exit with the trainer's exit code:
   PYTHON -m {TRAINER_MODULE} --config-path RUN_DIR --config-name resolved hydra.run.dir=RUN_DIR/verl
 
 An invalid config writes nothing and starts nothing. A sweep (-m) is composed with

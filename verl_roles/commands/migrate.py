@@ -6,6 +6,14 @@ the overrides that replace it, a key with no current equivalent is dropped (and 
 replaced it), everything else is kept as it is. The new command line goes to stdout, one token per
 argument, quoted so that the shell reads back exactly the same tokens; what changed is listed on
 stderr.
+
+``--to RELEASE`` (and ``--from RELEASE``, by default the release the line chooses) rewrites the line
+from one verl release to another: the line then chooses ``verl_version=<to>``; a key the old release
+spells another way takes the new spelling (the legacy table under the new release: verl 0.8.0's
+``actor_rollout_ref.rollout.skip.*`` becomes ``skip.rollout.*``); a key the old release has and the new
+one lacks, with nothing replacing it, is an error naming each (nothing is printed on stdout). Defaults
+that change between the releases are not the line's to rewrite: stderr names the ``verl-roles diff``
+that lists them.
 """
 
 from __future__ import annotations
@@ -14,13 +22,20 @@ import re
 import shlex
 import sys
 
-from verl_roles.cmdline import CONFIG_NAME, HYDRA_FLAGS, CommandLine, Flag
+from verl_roles import releases
+from verl_roles.cmdline import CONFIG_NAME, HYDRA_FLAGS, REQUIRED, CommandLine, Flag, FlagSpec
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.legacy import LEGACY_CONFIG_NAMES, translate_command
 
 _SAFE = re.compile(r"^[\w@%+=:,./-]+$")
+
+FROM = FlagSpec(("--from",), REQUIRED, value_name="a verl release", metavar="RELEASE",
+                help="the release the line was written for (default: the one it chooses, else the default)")
+TO = FlagSpec(("--to",), REQUIRED, value_name="a verl release", metavar="RELEASE",
+              help=f"rewrite the line for this verl release ({', '.join(releases.supported())})")
+MIGRATE_FLAGS = (FROM, TO)
 
 
 def shell_quote(token: str) -> str:
@@ -54,11 +69,12 @@ def migrate_command_line(args: list[str]) -> tuple[list[str], list[str]]:
             changes.append(f"{' '.join(item.tokens)} -> {' '.join(replacement)} (deprecated config name)")
         else:
             tokens.extend(item.tokens if isinstance(item, Flag) else (item.text,))
-    changes += [f"{t.old_token} -> {t.new_token} ({t.entry.reason})" for t in translated.translations]
+    release = translated.command.release()
+    changes += [f"{t.old_token} -> {t.new_token} ({t.entry.why(release)})" for t in translated.translations]
     changes += [
         f"{r.token} dropped, no current equivalent"
         + ("" if r.harmless else " (review: the run will differ)")
-        + f": {r.entry.replaced_by}"
+        + f": {r.entry.why(release)}"
         for r in translated.removals
     ]
     return tokens, changes
@@ -82,12 +98,59 @@ def _check(command: CommandLine) -> None:
         raise ConfigError(problems)
 
 
+def _release_flag(invocation: Invocation, flag: FlagSpec) -> str | None:
+    value = invocation.value(flag)
+    if value is not None and not releases.is_supported(value):
+        raise ConfigError([Problem(
+            key=flag.name, message=f"is {value!r}, not a verl release verl_roles writes configs for",
+            expected="one of " + ", ".join(releases.supported()), fix=f"write `{flag.name} RELEASE`")])
+    return value
+
+
+def for_release(args: list[str], old: str, new: str) -> tuple[list[str], list[str]]:
+    """``args`` choosing ``new`` instead of ``old``, and the change lines; a key ``old`` has and ``new``
+    lacks that nothing replaces is a :class:`ConfigError` naming each."""
+    command = CommandLine.parse(args)
+    rewritten = command.rewritten(
+        lambda o: [releases.choice(new)] if o.is_group and o.key == releases.VERSION_KEY else None)
+    tokens = rewritten.argv() if command.chose(releases.VERSION_KEY) else [*command.argv(), releases.choice(new)]
+    translated = translate_command(CommandLine.parse(tokens), refuse_removed=False).command
+    problems = [
+        Problem(
+            key=o.key,
+            message=f"is a key of verl {old} that verl {new} does not have, and nothing in verl {new} "
+            "replaces it",
+            origin=f"the command line override `{o.text}`",
+            fix=f"remove it from the line for verl {new} (what it did there is gone, not moved), or keep the "
+            f"line on verl {old}",
+        )
+        for o in translated.key_overrides()
+        if not releases.has_key(new, o.key) and releases.has_key(old, o.key)
+    ]
+    if problems:
+        raise ConfigError(problems)
+    return tokens, [f"verl_version={old} -> {releases.choice(new)} (written for verl {new})"]
+
+
 def _migrate(invocation: Invocation) -> None:
     _check(invocation.line)
-    tokens, changes = migrate_command_line(list(invocation.args))
+    old, new = _release_flag(invocation, FROM), _release_flag(invocation, TO)
+    args = invocation.line.without(*MIGRATE_FLAGS).argv()
+    old = old or CommandLine.parse(args).release()
+    moved: list[str] = []
+    before = args if CommandLine.parse(args).chose(releases.VERSION_KEY) else [*args, releases.choice(old)]
+    if new is not None and new != old:
+        args, moved = for_release(args, old, new)
+    tokens, changes = migrate_command_line(args)
+    changes = moved + changes
     say(" ".join(shell_quote(token) for token in tokens))
     for change in changes:
         print(f"migrate: {change}", file=sys.stderr)
+    if moved:
+        print(f"migrate: defaults that differ between verl {old} and verl {new} are listed by "
+              f"`verl-roles diff {' '.join(shell_quote(t) for t in before)} -- "
+              f"{' '.join(shell_quote(t) for t in tokens)}`",
+              file=sys.stderr)
     if not changes:
         print("migrate: nothing to change; the command line uses no legacy key", file=sys.stderr)
 
@@ -97,6 +160,7 @@ COMMAND = Command(
     summary="print the modern equivalent of a legacy command line",
     action=_migrate,
     # The words are the old command line, Hydra's flags included.
+    flags=MIGRATE_FLAGS,
     words=Words.OWN,
     passes=HYDRA_FLAGS,
     arguments="[ARGS...]",
@@ -105,7 +169,12 @@ Prints the modern equivalent of a legacy `python -m verl_roles.main ARGS...` (or
 command line: flat LoRA keys become lora.*, critic.model.fsdp_config.* becomes critic.fsdp.*,
 reward_model.* / custom_reward_function.* / sandbox_fusion.* become reward.*,
 `--config-name ppo_megatron_trainer` becomes model_engine=megatron; a key with no current
-equivalent is dropped. Changes are listed on stderr. The example prints
-`model_engine=megatron actor_rollout_ref.model.lora.rank=8`.""",
-    examples=("verl-roles migrate --config-name ppo_megatron_trainer actor_rollout_ref.model.lora_rank=8",),
+equivalent is dropped. Changes are listed on stderr. The first example prints
+`model_engine=megatron actor_rollout_ref.model.lora.rank=8`. With --to RELEASE the line is rewritten
+for that verl release (from --from RELEASE, default the one the line chooses): keys renamed between the
+releases take the new name; a key the new release lacks with no replacement is an error.""",
+    examples=(
+        "verl-roles migrate --config-name ppo_megatron_trainer actor_rollout_ref.model.lora_rank=8",
+        "verl-roles migrate --to 0.9.1 verl_version=0.8.0 actor_rollout_ref.rollout.skip.enable=true",
+    ),
 )
