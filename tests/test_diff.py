@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import cli_env
+from conftest import cli_env, run_in_process
 
 from verl_roles.cli import main as cli
 from verl_roles.commands.diff import Change, compare
@@ -105,3 +105,34 @@ def test_console_script_runs_the_command(tmp_path: Path):
 def test_one_difference_is_worded_in_the_singular(capsys: pytest.CaptureFixture[str]):
     assert cli(["diff", "--", "trainer.total_epochs=3"]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == "1 key differs: 0 added, 0 removed, 1 changed"
+
+
+# --------------------------------------------------------------------------------------------------
+# A verl upgrade.
+
+
+def test_a_release_side_borrows_the_overrides_and_renamed_keys_are_paired(in_tmp):
+    """`diff verl_version=OLD -- verl_version=NEW OVERRIDES` compares one config under two releases: the
+    overrides reach both sides, keys the new release spells another way are `renamed`, and the counts
+    add up."""
+    from verl_roles import releases
+
+    old, new = releases.supported()[0], releases.DEFAULT_RELEASE
+    result = run_in_process(
+        ["diff", releases.choice(old), "--", releases.choice(new), "model_engine=megatron",
+         "trainer.total_epochs=3"], in_tmp, module="verl_roles.cli")
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"A: model_engine=megatron trainer.total_epochs=3 {releases.choice(old)}  (verl {old})"
+    assert lines[1].endswith(f"(verl {new})")
+    assert not any("trainer.total_epochs" in line for line in lines[2:])  # the same on both sides
+    renamed = [line for line in lines if line.startswith("renamed ")]
+    assert "renamed actor_rollout_ref.rollout.skip.enable -> skip.rollout.enable: false" in renamed
+    layer = releases.layer(old, "megatron")
+    assert f"changed megatron.vanilla_mbridge: {'true' if layer['set']['megatron.vanilla_mbridge'] else 'false'}" \
+        " -> false" in lines
+    assert any(line.startswith("removed actor_rollout_ref.actor.megatron.grad_offload:") for line in lines)
+    kinds = {kind: sum(line.startswith(kind + " ") for line in lines)
+             for kind in ("added", "removed", "renamed", "changed")}
+    assert lines[-1].endswith(f"{kinds['added']} added, {kinds['removed']} removed, {kinds['renamed']} renamed, "
+                              f"{kinds['changed']} changed")

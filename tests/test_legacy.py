@@ -427,3 +427,40 @@ def test_unified_config_keeps_every_legacy_value(engine):
             new_key = hit[1] if hit else pattern
             differs = new_key not in got or got[new_key] != reference["values"][pattern]
             assert differs, f"{pattern} no longer differs; drop it"
+
+
+# --------------------------------------------------------------------------------------------------
+# migrate between verl releases.
+
+
+def test_migrate_rewrites_a_line_from_one_release_to_another(in_tmp):
+    from conftest import run_in_process
+
+    from verl_roles import releases
+
+    old, new = releases.supported()[0], releases.DEFAULT_RELEASE
+    result = run_in_process(
+        ["migrate", "--to", new, releases.choice(old), "actor_rollout_ref.rollout.skip.enable=true",
+         "trainer.total_epochs=3"], in_tmp, module="verl_roles.cli")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [releases.choice(new), "skip.rollout.enable=true", "trainer.total_epochs=3"]
+    assert f"verl_version={old} -> verl_version={new}" in result.stderr
+    assert "verl-roles diff" in result.stderr
+    # What it prints composes for the new release.
+    verl_roles.compose(result.stdout.split())
+
+
+def test_migrate_refuses_a_key_the_new_release_has_nothing_for(in_tmp):
+    from conftest import assert_user_error, run_in_process
+
+    from verl_roles import releases
+
+    old, new = releases.supported()[0], releases.DEFAULT_RELEASE
+    result = run_in_process(
+        ["migrate", "--from", old, "--to", new, "model_engine=megatron",
+         "actor_rollout_ref.actor.megatron.grad_offload=true"], in_tmp, module="verl_roles.cli")
+    assert_user_error(result, "actor_rollout_ref.actor.megatron.grad_offload", f"is a key of verl {old}",
+                      f"verl {new} does not have")
+    assert result.stdout == ""
+    result = run_in_process(["migrate", "--to", "0.0.1", "x=1"], in_tmp, module="verl_roles.cli")
+    assert_user_error(result, "--to", ", ".join(releases.supported()))

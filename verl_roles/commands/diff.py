@@ -130,8 +130,9 @@ def compose_side(side: Side) -> dict[str, object]:
 
 def render(a: Side, b: Side, changes: Sequence[Change]) -> str:
     """The report printed on stdout."""
-    lines = [f"A: {a.describe()}  (verl {a.command.release()})",
-             f"B: {b.describe()}  (verl {b.command.release()})"]
+    upgrade = a.command.release() != b.command.release()
+    lines = [f"{side.label}: {side.describe()}" + (f"  (verl {side.command.release()})" if upgrade else "")
+             for side in (a, b)]
     if not changes:
         lines.append("same: every resolved value of A and B is equal")
         return "\n".join(lines)
