@@ -2,7 +2,7 @@
 
     python benchmarks/bench.py            # everything (about a minute on 2 cores)
     python benchmarks/bench.py --quick    # fewer repetitions, a 16-point sweep
-    python benchmarks/bench.py --verl-python /venvs/verl-0.9.1/bin/python --verl-python /venvs/verl-0.8.0/bin/python
+    python benchmarks/bench.py --verl-python VENV_0_9_1/bin/python --verl-python VENV_0_8_0/bin/python
 
 Prints, each as a ratio to its reference where an issue sets a target:
 
@@ -227,7 +227,8 @@ def bench_compose(repeats: int) -> dict[str, float]:
         warnings.simplefilter("ignore")
         for release in releases.supported():
             verl_roles.compose(overrides(repeats, release))  # the first call fills the caches
-            total = [timed(lambda i=i: verl_roles.compose(overrides(i, release))) for i in range(repeats)]
+            total = [timed(lambda i=i, r=release: verl_roles.compose(overrides(i, r)))
+                     for i in range(repeats)]
             splits = [split_once(i, release) for i in range(repeats)]
             found[release] = median_ms(total)
             row(f"verl_roles.compose, verl_version={release}", f"{found[release]:.1f} ms", "target <= 60 ms")
@@ -235,12 +236,14 @@ def bench_compose(repeats: int) -> dict[str, float]:
                 row(f"  {step}", f"{median_ms([s[step] for s in splits]):.1f} ms")
         with initialize_config_dir(config_dir=str(REPO / "conf"), version_base=None):
             def stock(i: int) -> None:
-                OmegaConf.resolve(hydra_compose("ppo_trainer", overrides=overrides(i, releases.DEFAULT_RELEASE)))
+                default = releases.DEFAULT_RELEASE
+                OmegaConf.resolve(hydra_compose("ppo_trainer", overrides=overrides(i, default)))
 
             stock(repeats)
             reference = median_ms([timed(lambda i=i: stock(i)) for i in range(repeats)])
     row("Hydra's compose API on conf/ + OmegaConf.resolve (no gate, no steps)", f"{reference:.1f} ms",
-        f"verl_roles.compose ({releases.DEFAULT_RELEASE}) / it: {found[releases.DEFAULT_RELEASE] / reference:.2f}x")
+        f"verl_roles.compose ({releases.DEFAULT_RELEASE}) / it: "
+        f"{found[releases.DEFAULT_RELEASE] / reference:.2f}x")
     return found
 
 
@@ -295,7 +298,8 @@ def bench_verl_reference(verl_python: str, release: str, repeats: int, compose_m
     verl_ms = statistics.median(float(line) for line in done.stdout.split())
     row(f"  verl {release}: compose + resolve", f"{verl_ms:.1f} ms")
     if release in compose_ms:
-        row(f"  verl_roles.compose (verl_version={release}) / verl's", f"{compose_ms[release] / verl_ms:.2f}x",
+        row(f"  verl_roles.compose (verl_version={release}) / verl's",
+            f"{compose_ms[release] / verl_ms:.2f}x",
             "target <= 0.15x")
     else:
         row(f"  verl {release} is not a release verl_roles supports", "-")

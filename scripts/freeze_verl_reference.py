@@ -1054,7 +1054,8 @@ def _compared_strings(module: str, attribute: str, sources: SourceLog) -> tuple[
         if node.left.attr != attribute:
             continue
         for comparator in node.comparators:
-            items = comparator.elts if isinstance(comparator, ast.List | ast.Tuple | ast.Set) else [comparator]
+            listed = isinstance(comparator, ast.List | ast.Tuple | ast.Set)
+            items = comparator.elts if listed else [comparator]
             found += [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
     return list(dict.fromkeys(found)), rel
 
@@ -1066,7 +1067,8 @@ def resume_modes(verl: Any, sources: SourceLog) -> JSONValue:
     values, rel = _compared_strings("verl.trainer.ppo.ray_trainer", "resume_mode", sources)
     if not values:
         return {"absent": "no comparison of resume_mode", "source": rel}
-    return {"values": values, "source": f"{rel} (RayPPOTrainer._load_checkpoint compares trainer.resume_mode)"}
+    source = f"{rel} (RayPPOTrainer._load_checkpoint compares trainer.resume_mode)"
+    return {"values": values, "source": source}
 
 
 def engine_strategies(verl: Any, sources: SourceLog) -> JSONValue:
@@ -1085,7 +1087,8 @@ def engine_strategies(verl: Any, sources: SourceLog) -> JSONValue:
                     and node.left.attr == "strategy"):
                 for comparator in node.comparators:
                     items = comparator.elts if isinstance(comparator, ast.List | ast.Tuple | ast.Set) else []
-                    values = [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+                    values = [i.value for i in items
+                              if isinstance(i, ast.Constant) and isinstance(i.value, str)]
                     if values:
                         by_class[f"{module.__name__}.{cls.name}"] = values
     if not by_class:

@@ -46,7 +46,8 @@ from omegaconf import OmegaConf  # noqa: E402
 import verl_roles  # noqa: E402 - after the path is set
 from verl_roles import releases, verl_differences  # noqa: E402
 from verl_roles.hydra_adapter.compose import compose_raw  # noqa: E402
-from verl_roles.layout import ENGINES, PRIMARY_CONFIG, ROLES, engine as engine_row  # noqa: E402
+from verl_roles.layout import ENGINES, PRIMARY_CONFIG, ROLES  # noqa: E402
+from verl_roles.layout import engine as engine_row  # noqa: E402
 
 PACKAGE_DATA = releases.RELEASES_DIR
 GROUP_DIR = REPO / "conf" / releases.VERSION_KEY
@@ -155,7 +156,8 @@ def free_mapping(descriptor: Any) -> bool:
     """A ``dict[str, Any]`` (optional or not): a mapping verl passes on with whatever keys it has."""
     if isinstance(descriptor, dict) and descriptor.get("kind") == "optional":
         return free_mapping(descriptor["of"])
-    return isinstance(descriptor, dict) and descriptor.get("kind") == "dict" and descriptor.get("value") == "any"
+    return (isinstance(descriptor, dict) and descriptor.get("kind") == "dict"
+            and descriptor.get("value") == "any")
 
 
 def leaf_type(leaf: dict[str, Any], dataclasses: dict[str, Any]) -> str | None:

@@ -178,6 +178,7 @@ def verl_python() -> tuple[str | None, str]:
         return sys.executable, "this interpreter imports verl"
     return None, (
         "verl is not importable here: set VERL_PYTHON to a Python with a verl release verl_roles supports "
-        f'({", ".join(releases.supported())}: `pip install "verl_roles[{releases.extra(releases.DEFAULT_RELEASE)}]"` '
+        f'({", ".join(releases.supported())}: '
+        f'`pip install "verl_roles[{releases.extra(releases.DEFAULT_RELEASE)}]"` '
         "in a separate venv; .ci/run does this for each) to run this suite"
     )

@@ -129,10 +129,10 @@ def test_a_release_side_borrows_the_overrides_and_renamed_keys_are_paired(in_tmp
     renamed = [line for line in lines if line.startswith("renamed ")]
     assert "renamed actor_rollout_ref.rollout.skip.enable -> skip.rollout.enable: false" in renamed
     layer = releases.layer(old, "megatron")
-    assert f"changed megatron.vanilla_mbridge: {'true' if layer['set']['megatron.vanilla_mbridge'] else 'false'}" \
-        " -> false" in lines
+    old_value = "true" if layer["set"]["megatron.vanilla_mbridge"] else "false"
+    assert f"changed megatron.vanilla_mbridge: {old_value} -> false" in lines
     assert any(line.startswith("removed actor_rollout_ref.actor.megatron.grad_offload:") for line in lines)
     kinds = {kind: sum(line.startswith(kind + " ") for line in lines)
              for kind in ("added", "removed", "renamed", "changed")}
-    assert lines[-1].endswith(f"{kinds['added']} added, {kinds['removed']} removed, {kinds['renamed']} renamed, "
-                              f"{kinds['changed']} changed")
+    assert lines[-1].endswith(f"{kinds['added']} added, {kinds['removed']} removed, "
+                              f"{kinds['renamed']} renamed, {kinds['changed']} changed")

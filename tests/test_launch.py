@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, cli_env, installed_verl_release, main_in_process, verl_python
+from conftest import REPO, cli_env, main_in_process, verl_python
 from verl_known_failures import explaining_row
 
 from verl_roles import releases
@@ -215,7 +215,8 @@ def test_without_verl_one_paragraph_says_how_to_install_the_extra(tmp_path: Path
     assert "Traceback" not in result.stderr
     paragraph = result.stderr.strip()
     assert "\n" not in paragraph
-    assert f'pip install "verl_roles[{releases.extra(DEFAULT)}]"' in paragraph and f"verl=={DEFAULT}" in paragraph
+    assert f'pip install "verl_roles[{releases.extra(DEFAULT)}]"' in paragraph
+    assert f"verl=={DEFAULT}" in paragraph
     assert "--verl-python" in paragraph
     assert list(tmp_path.iterdir()) == []
 

@@ -443,7 +443,8 @@ def test_migrate_rewrites_a_line_from_one_release_to_another(in_tmp):
         ["migrate", "--to", new, releases.choice(old), "actor_rollout_ref.rollout.skip.enable=true",
          "trainer.total_epochs=3"], in_tmp, module="verl_roles.cli")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == [releases.choice(new), "skip.rollout.enable=true", "trainer.total_epochs=3"]
+    expected = [releases.choice(new), "skip.rollout.enable=true", "trainer.total_epochs=3"]
+    assert result.stdout.split() == expected
     assert f"verl_version={old} -> verl_version={new}" in result.stderr
     assert "verl-roles diff" in result.stderr
     # What it prints composes for the new release.

@@ -26,7 +26,8 @@ DEFAULT = releases.DEFAULT_RELEASE
 
 
 def test_the_supported_releases_are_the_frozen_references_and_each_is_an_option():
-    frozen = sorted((p.name.removeprefix("verl-") for p in vr.DATA.glob("verl-*") if (p / "meta.json").is_file()),
+    folders = [p for p in vr.DATA.glob("verl-*") if (p / "meta.json").is_file()]
+    frozen = sorted((p.name.removeprefix("verl-") for p in folders),
                     key=lambda r: tuple(map(int, r.split("."))))
     assert list(releases.supported()) == frozen
     options = sorted(p.stem for p in (REPO / "conf" / releases.VERSION_KEY).glob("*.yaml"))
@@ -50,7 +51,7 @@ def test_every_release_has_an_extra_that_installs_it():
         assert [p for p in pins if re.fullmatch(rf"verl(\[[\w,-]+\])?=={re.escape(release)}", p)], pins
     assert extras["verl"] == extras[releases.extra(DEFAULT)]
     verl_extras = {name for name in extras if name.startswith("verl-")}
-    assert verl_extras == {releases.extra(r) for r in releases.supported()}, "an extra of no supported release"
+    assert verl_extras == {releases.extra(r) for r in releases.supported()}, "an extra of no release"
 
 
 def test_a_config_records_its_release():
@@ -79,7 +80,8 @@ def test_a_changed_default_lands_where_the_roles_follow_it():
     base = ["model_engine=megatron", releases.choice("0.8.0")]
     blocks = ("actor_rollout_ref.actor.megatron", "actor_rollout_ref.ref.megatron", "critic.megatron")
     assert {_flat(base)[f"{b}.vanilla_mbridge"] for b in blocks} == {True}
-    assert {_flat([*base, "megatron.vanilla_mbridge=false"])[f"{b}.vanilla_mbridge"] for b in blocks} == {False}
+    following = _flat([*base, "megatron.vanilla_mbridge=false"])
+    assert {following[f"{b}.vanilla_mbridge"] for b in blocks} == {False}
     one = _flat([*base, "critic.megatron.vanilla_mbridge=false"])
     assert [one[f"{b}.vanilla_mbridge"] for b in blocks] == [True, True, False]
     assert _flat(["model_engine=megatron"])["critic.megatron.vanilla_mbridge"] is False
@@ -142,7 +144,8 @@ def test_a_key_of_another_release_gets_one_verdict_through_every_channel(
     flags = ["--config-dir", config_dir] if config_dir else []
     flags += ["--config-name", config_name] if config_name != PRIMARY_CONFIG else []
     (tmp_path / "run").mkdir()
-    result = run_in_process([*flags, *overrides, f"hydra.run.dir={tmp_path / 'run' / 'out'}"], tmp_path / "run")
+    run_dir = f"hydra.run.dir={tmp_path / 'run' / 'out'}"
+    result = run_in_process([*flags, *overrides, run_dir], tmp_path / "run")
     phrases = (key, f"verl {other}", f"written for verl {release}, which has no such key")
     assert_user_error(result, *phrases)
     suggested = re.findall(rf"`{releases.VERSION_KEY}=([\d.]+)`", result.stderr)

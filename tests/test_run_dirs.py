@@ -59,7 +59,8 @@ def test_two_runs_started_together_get_folders_of_their_own(tmp_path: Path):
     assert {run_files(path.parent) == RUN_FILES for path in resolved} == {True}
     assert {"run0", "run1"} == {project(path.parent) for path in resolved}
     # Nothing but the two runs: no staging folder, no lock left beside them.
-    assert sorted(p.name for p in resolved[0].parent.parent.iterdir()) == sorted(p.parent.name for p in resolved)
+    folders = sorted(p.name for p in resolved[0].parent.parent.iterdir())
+    assert folders == sorted(p.parent.name for p in resolved)
 
 
 def test_runs_in_one_process_within_a_second_get_folders_of_their_own(
@@ -114,7 +115,8 @@ def _paused(out: Path, point: str, *extra: str) -> subprocess.Popen[str]:
     """A run into ``out`` that stops at ``point`` of its writes (it says so on stderr)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "verl_roles.main", f"hydra.run.dir={out}", "trainer.project_name=new", *extra],
-        cwd=out.parent, env={**cli_env(), PAUSE_ENV: point}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=out.parent, env={**cli_env(), PAUSE_ENV: point},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True,
     )
     line = process.stderr.readline()
@@ -174,7 +176,9 @@ def test_a_run_killed_at_any_point_leaves_one_whole_run_and_the_next_run_cleans_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
-def test_two_runs_on_one_folder_at_once_the_second_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+def test_two_runs_on_one_folder_at_once_the_second_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     out = tmp_path / "out"
     first = _paused(out, "staged")
     try:

@@ -15,12 +15,12 @@ import pytest
 import yaml
 from conftest import REPO, cli_env
 
+from verl_roles import releases
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands import snapshots
 from verl_roles.commands.snapshots import VARIANTS, Variant
 from verl_roles.layout import DEFAULT_ENGINE, ENGINES
 from verl_roles.main import main as main_job
-from verl_roles import releases
-from verl_roles.cmdline import CommandLine
 
 # One pytest-xdist worker runs this module (`--dist loadgroup`, pyproject): every snapshot is rendered
 # once (the module fixture below), not once per worker that gets a test of this module.

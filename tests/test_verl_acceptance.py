@@ -588,7 +588,8 @@ def test_results_are_byte_identical_for_the_same_command_line(acceptance: Accept
     for twin, name in TWINS.items():
         first, again = (json.dumps(acceptance.results["cases"][key], sort_keys=True) for key in (name, twin))
         differing = list(differences(acceptance.results["cases"][name], acceptance.results["cases"][twin]))
-        assert again == first, f"{name}: composed and checked twice, different results:\n" + "\n".join(differing)
+        assert again == first, (
+            f"{name}: composed and checked twice, different results:\n" + "\n".join(differing))
 
 
 def differences(first: Any, again: Any, path: str = "") -> Any:

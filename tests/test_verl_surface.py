@@ -15,7 +15,6 @@ Reads the frozen references (tests/data/verl-<release>/, see tests/verl_referenc
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
 from typing import Any
 
 import pytest

@@ -135,7 +135,8 @@ CONVERSIONS: tuple[Conversion, ...] = (
     Conversion("actor_rollout_ref.actor"),
     Conversion("actor_rollout_ref.actor.profiler", dataclass="verl.utils.profiler.ProfilerConfig"),
     Conversion("actor_rollout_ref.actor.profiler", when="profiler set"),
-    Conversion("actor_rollout_ref.actor.profiler.tool_config.<tool>", when="profiler tool with a tool_config"),
+    Conversion("actor_rollout_ref.actor.profiler.tool_config.<tool>",
+               when="profiler tool with a tool_config"),
     Conversion("actor_rollout_ref.ref", when="reference policy in its own model", prepared=True),
     Conversion("actor_rollout_ref.ref.profiler", when="reference policy in its own model, profiler set",
                prepared=True),
@@ -153,7 +154,8 @@ CONVERSIONS: tuple[Conversion, ...] = (
 # Frozen call sections that main_ppo's path does not reach as a conversion of its own, with the reason.
 ELSEWHERE: dict[str | None, str] = {
     None: "a trainer of its own config (the SFT trainers), not a ppo_trainer section",
-    "distillation.teacher_models.*": "inside DistillationConfig.__post_init__: part of the distillation conversion",
+    "distillation.teacher_models.*": (
+        "inside DistillationConfig.__post_init__: part of the distillation conversion"),
     "actor_rollout_ref.rollout.profiler.tool_config": (
         "the rollout's profiler tool config, already a dataclass after the rollout conversion"),
     "actor_rollout_ref.rollout.profiler.global_tool_config.nsys": (

@@ -3,8 +3,8 @@
 In our config the ``lora`` block of each model section is the one source of LoRA settings, in
 ``conf/`` and on the command line (the flat keys are legacy keys, translated by
 :mod:`verl_roles.legacy`). verl (every supported release) reads both spellings: its FSDP and VeOmni
-engines read the flat ``lora_rank`` / ``lora_alpha`` / ``target_modules`` / ``exclude_modules`` / ``lora_adapter_path`` of
-``HFModelConfig``, its Megatron engine reads the block. So the pipeline step
+engines read the flat ``lora_rank`` / ``lora_alpha`` / ``target_modules`` / ``exclude_modules`` /
+``lora_adapter_path`` of ``HFModelConfig``, its Megatron engine reads the block. So the pipeline step
 :func:`add_flat_lora_keys`, run on the resolved config, writes the flat keys next to the block,
 derived from it: verl sees one rank under both names, whatever engine it runs.
 

@@ -562,7 +562,8 @@ def normalize_config(
     ``command`` is the (already translated) command line: a value set there wins over a config
     file, as always in Hydra. Otherwise the legacy value is used unless the file also set the current
     key to a different value, which is an error naming both keys. ``stock_config(engine, release)`` is
-    our own config for an engine and release with no user input (it tells a value a file set from a default); it is asked
+    our own config for an engine and release with no user input (it tells a value a file set from a
+    default); it is asked
     only when a config file uses a legacy key.
     """
     release = releases.release_of(cfg)

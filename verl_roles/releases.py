@@ -60,7 +60,8 @@ def surface(release: str) -> frozenset[str]:
     """Every key path of ``release``'s composed config under any engine: its leaves and the sections
     holding them."""
     leaves = reference(release).get("leaves", ())
-    return frozenset(leaves) | {".".join(p.split(".")[:i]) for p in leaves for i in range(1, p.count(".") + 1)}
+    sections = {".".join(p.split(".")[:i]) for p in leaves for i in range(1, p.count(".") + 1)}
+    return frozenset(leaves) | sections
 
 
 def with_engine(engine: str) -> tuple[str, ...]:
@@ -131,7 +132,8 @@ def extra(release: str) -> str:
 def install_hint(release: str = DEFAULT_RELEASE) -> str:
     """How to get ``release`` of verl into the current environment."""
     return (
-        f'install verl {release} with `pip install "verl_roles[{extra(release)}]"` (verl=={release} and what its '
+        f'install verl {release} with `pip install "verl_roles[{extra(release)}]"` '
+        f"(verl=={release} and what its "
         "trainer imports; about 5 minutes and 6.4 GB; CPU-only is enough to check a config), or point "
         f"`--verl-python` at the Python of an environment that has verl {release}"
     )

@@ -1,9 +1,9 @@
 """Write Megatron's ``sequence_parallel`` as verl uses it: off wherever the tensor parallel size is 1.
 
 verl's ``McoreEngineConfig`` (in every release verl_roles supports) turns ``sequence_parallel`` off, with a
-warning, when its ``tensor_model_parallel_size`` is 1 (sequence parallelism splits along the tensor-parallel group; with
-none there is nothing to split). Our Megatron baseline defaults it to true, as verl's YAML does, so
-without this step resolved.yaml and roles/*.yaml would show ``true`` for a role verl runs without it.
+warning, when its ``tensor_model_parallel_size`` is 1 (sequence parallelism splits along the tensor-parallel
+group; with none there is nothing to split). Our Megatron baseline defaults it to true, as verl's YAML
+does, so without this step resolved.yaml and roles/*.yaml would show ``true`` for a role verl runs without it.
 
 The pipeline step :func:`write_effective_sequence_parallel`, run on the resolved, validated config, writes
 the value verl uses into every Megatron role block (each block verl converts with McoreEngineConfig), and

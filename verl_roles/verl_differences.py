@@ -36,7 +36,8 @@ class Difference:
 
 # verl engines (options of verl's own model_engine group) that model_engine does not offer, with the reason.
 ENGINES_NOT_OFFERED: dict[str, str] = {
-    "mindspeed": "the Ascend NPU build of the Megatron engine (MindSpeed); verl_roles writes configs for GPU engines",
+    "mindspeed": (
+        "the Ascend NPU build of the Megatron engine (MindSpeed); verl_roles writes configs for GPU engines"),
 }
 
 

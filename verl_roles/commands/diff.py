@@ -75,7 +75,9 @@ def format_value(value: object) -> str:
     return dump_flow(value)
 
 
-def compare(a: Mapping[str, object], b: Mapping[str, object], renames: Mapping[str, str] = {}) -> list[Change]:
+def compare(
+    a: Mapping[str, object], b: Mapping[str, object], renames: Mapping[str, str] | None = None
+) -> list[Change]:
     """The differing leaves of two plain containers, sorted by key path. ``renames`` (A's key -> B's)
     pairs a key only A has with the key only B has that spells it, when their values agree."""
     old = dict(leaves(a))
@@ -92,7 +94,7 @@ def compare(a: Mapping[str, object], b: Mapping[str, object], renames: Mapping[s
             changes.append(Change(key, "changed", old=before, new=after))
     removed = {c.key: c for c in changes if c.kind == "removed"}
     added = {c.key: c for c in changes if c.kind == "added"}
-    for old_key, new_key in renames.items():
+    for old_key, new_key in (renames or {}).items():
         if old_key in removed and new_key in added and removed[old_key].old == added[new_key].new:
             changes.remove(removed[old_key])
             changes.remove(added[new_key])
@@ -137,7 +139,8 @@ def render(a: Side, b: Side, changes: Sequence[Change]) -> str:
         lines.append("same: every resolved value of A and B is equal")
         return "\n".join(lines)
     lines.extend(change.render() for change in changes)
-    counts = {kind: sum(c.kind == kind for c in changes) for kind in ("added", "removed", "renamed", "changed")}
+    kinds = ("added", "removed", "renamed", "changed")
+    counts = {kind: sum(c.kind == kind for c in changes) for kind in kinds}
     differ = f"{counted(len(changes), 'key')} {'differs' if len(changes) == 1 else 'differ'}"
     lines.append(
         f"{differ}: {counts['added']} added, {counts['removed']} removed, "

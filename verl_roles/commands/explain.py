@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from verl_roles import releases
 from verl_roles.api import (
     compose_with_choices,
     composed_key_paths,
     defaults_layers,
     stock_config,
 )
-from verl_roles import releases
 from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation, Words, parse
@@ -350,7 +350,8 @@ def _related(key: str, path: str) -> bool:
 
 def _explain(key: str, run: _Pipeline, aliases: dict[str, str], seen: set[str]) -> Explanation:
     steps = [
-        Step(layer.source_of(key), raw) for layer in run.layers if (raw := raw_at(layer.cfg, key)) is not ABSENT
+        Step(layer.source_of(key), raw)
+        for layer in run.layers if (raw := raw_at(layer.cfg, key)) is not ABSENT
     ]
     steps += _command_line_steps(key, run.command, aliases)
     steps += run.steps(key)
@@ -389,8 +390,9 @@ def _layers(command: CommandLine, user_dir: UserDir | None) -> list[Layer]:
     layers = []
     loaded_files = defaults_layers(command.config_name, command.texts(), user_dir.path if user_dir else None)
     release = command.release()
-    engine = next((ENGINE_ALIASES.get(name, name) for d in loaded_files
-                   for group, _, name in [d.config_path.rpartition("/")] if group == ENGINE_KEY), DEFAULT_ENGINE)
+    engines = [ENGINE_ALIASES.get(name, name) for d in loaded_files
+               for group, _, name in [d.config_path.rpartition("/")] if group == ENGINE_KEY]
+    engine = engines[-1] if engines else DEFAULT_ENGINE
     changed = releases.layer(release, engine)["set"]
     for loaded in loaded_files:
         file = f"{loaded.config_path}.yaml"

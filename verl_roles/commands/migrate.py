@@ -113,7 +113,8 @@ def for_release(args: list[str], old: str, new: str) -> tuple[list[str], list[st
     command = CommandLine.parse(args)
     rewritten = command.rewritten(
         lambda o: [releases.choice(new)] if o.is_group and o.key == releases.VERSION_KEY else None)
-    tokens = rewritten.argv() if command.chose(releases.VERSION_KEY) else [*command.argv(), releases.choice(new)]
+    chosen = command.chose(releases.VERSION_KEY)
+    tokens = rewritten.argv() if chosen else [*command.argv(), releases.choice(new)]
     translated = translate_command(CommandLine.parse(tokens), refuse_removed=False).command
     problems = [
         Problem(

@@ -148,8 +148,8 @@ def header(variant: Variant, cfg_text: str) -> str:
     """The comment block above a snapshot: generated, how to regenerate, how it was composed."""
     def top_level(key: str) -> str:
         prefix = f"{key}:"
-        found = next((line[len(prefix):].strip() for line in cfg_text.splitlines() if line.startswith(prefix)),
-                     "?")
+        lines = [line[len(prefix):].strip() for line in cfg_text.splitlines() if line.startswith(prefix)]
+        found = lines[0] if lines else "?"
         return found.strip("'\"")
 
     engine, release = top_level("model_engine"), top_level(releases.VERSION_KEY)
@@ -164,7 +164,8 @@ def header(variant: Variant, cfg_text: str) -> str:
         lines.append(f"# Same config as: {other.command()}{note}")
     lines += [
         f"# model_engine: {engine}",
-        f"# Target trainer: verl {release} (verl_version; the release whose trainer config resolved.yaml is).",
+        f"# Target trainer: verl {release} (verl_version; the release whose trainer config resolved.yaml "
+        "is).",
         "# Below: resolved.yaml exactly as the main job writes it.",
     ]
     return "\n".join(lines) + "\n"

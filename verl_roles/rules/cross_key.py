@@ -141,7 +141,8 @@ def _micro_batches_per_rank(
         yield Problem(
             key=f"{role}.ppo_mini_batch_size",
             message=f"times rollout.n ({spelled_responses} = {responses} responses) does not split evenly "
-            f"over the {dp} data-parallel ranks (dp = GPUs / {spelled}); verl {release_of(cfg)} asserts it at the first "
+            f"over the {dp} data-parallel ranks (dp = GPUs / {spelled}); verl {release_of(cfg)} asserts "
+            "it at the first "
             f"update ({SPLIT_OVER_RANKS})",
             fix="pick ppo_mini_batch_size (or rollout.n) so that their product is a multiple of the "
             "data-parallel size",
@@ -151,7 +152,8 @@ def _micro_batches_per_rank(
         yield Problem(
             key=f"{role}.ppo_micro_batch_size_per_gpu",
             message=f"({per_gpu}) does not divide the {per_rank} samples each data-parallel rank trains per "
-            f"mini batch ({formula}){larger}; verl {release_of(cfg)} splits a rank's share into whole micro batches and "
+            f"mini batch ({formula}){larger}; verl {release_of(cfg)} splits a rank's share into whole micro "
+            "batches and "
             f"asserts it at the first update ({SPLIT_INTO_MICRO_BATCHES}), after the resources are up",
             fix="pick a micro batch size per GPU that divides it, or change ppo_mini_batch_size",
         )
@@ -237,7 +239,8 @@ def ulysses_size_is_set_one_way(cfg: DictConfig) -> Iterable[Problem]:
         how = (
             f"verl {release} copies a role-level value above 1 over the FSDP block's (FSDPActorConfig)"
             if name != "critic"
-            else f"verl {release}'s critic engine reads only the FSDP block's (FSDPCriticConfig copies nothing)"
+            else f"verl {release}'s critic engine reads only the FSDP block's "
+            "(FSDPCriticConfig copies nothing)"
         )
         yield Problem(
             key=f"{section}.{ULYSSES}",
