@@ -552,6 +552,9 @@ def check_control(overrides: list[str], normalise: Normaliser) -> dict[str, Any]
     if cfg is not None:
         from omegaconf import OmegaConf
 
+        # What every release validates on the way (verl 0.8.0 in its TaskRunner, after run_ppo starts
+        # Ray; later ones in main, before it), so the control fails where the environment does.
+        run_validate(cfg, run, normalise)
         # As both task runners do before building workers (main_ppo_v0.py:166, main_ppo.py:145).
         OmegaConf.resolve(cfg)
         run_conversions(cfg, run, normalise)

@@ -21,6 +21,8 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+from verl_roles import releases
+
 
 @dataclass(frozen=True)
 class KnownFailure:
@@ -35,12 +37,39 @@ KNOWN_FAILURES: tuple[KnownFailure, ...] = ()
 
 @dataclass(frozen=True)
 class DeliberateRefusal:
+    """``releases``: the verl releases whose acceptance run the row is for (empty: every one)."""
+
     cases: str
     error: str
     reason: str
+    releases: tuple[str, ...] = ()
+
+    def applies(self, release: str) -> bool:
+        return not self.releases or release in self.releases
 
 
 DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
+    DeliberateRefusal(
+        "example:*mindspeed*",
+        "is not one verl_roles offers",
+        "model_engine=mindspeed: the Ascend NPU engine of the releases that ship it; verl_roles offers the "
+        "GPU engines (verl_roles/verl_differences.py, ENGINES_NOT_OFFERED)",
+        releases.with_engine("mindspeed"),
+    ),
+    DeliberateRefusal(
+        "example:*",
+        "actor_rollout_ref.model.path: is required but empty",
+        "the launch takes the model from a shell variable its script sets (router_replay examples: "
+        "`actor_rollout_ref.model.path=$MODEL_PATH`, empty here); verl takes the config up to Ray and fails "
+        "when a worker loads the model from ''",
+    ),
+    DeliberateRefusal(
+        "example:verl-0.9.0/*sapo*",
+        "actor_rollout_ref.actor.policy_loss.tau_pos: is not a key of",
+        "a verl 0.9.0 launch written for verl 0.8.0: 0.8.0 reads tau_pos at actor_rollout_ref.actor.tau_pos "
+        "(its PolicyLossConfig has no tau_pos), so the launch's +policy_loss.tau_pos would do nothing there",
+        ("0.8.0",),
+    ),
     DeliberateRefusal(
         "example:*",
         "is not a rollout engine verl ",
@@ -69,9 +98,9 @@ def explaining_row(case: str, step: str, error: str) -> KnownFailure | None:
     return None
 
 
-def deliberate_refusal(case: str, error: str) -> DeliberateRefusal | None:
-    """The row saying verl_roles refuses ``case`` on purpose with ``error``, if any."""
+def deliberate_refusal(case: str, error: str, release: str) -> DeliberateRefusal | None:
+    """The row saying verl_roles refuses ``case`` on purpose with ``error`` under ``release``, if any."""
     for row in DELIBERATE_REFUSALS:
-        if fnmatch.fnmatchcase(case, row.cases) and row.error in error:
+        if row.applies(release) and fnmatch.fnmatchcase(case, row.cases) and row.error in error:
             return row
     return None
