@@ -118,6 +118,22 @@ def test_checkout_that_shadows_an_installed_copy_says_so(installed: Path, tmp_pa
     assert f"running the source checkout {clone}" in notice[0] and str(installed) in notice[0]
 
 
+def test_a_copy_installed_from_the_checkout_runs_inside_it_without_a_notice(tmp_path: Path):
+    # The README's quick start in a fresh clone: `pip install .`, then `python -m verl_roles.main` inside
+    # the clone. The checkout runs, and it is the source that was installed: no notice.
+    clone = _source_copy(tmp_path / "clone")
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-q",
+         "--target", str(site), str(clone)],
+        check=True, capture_output=True, text=True,
+    )
+    result = _python(["-m", "verl_roles.main", "model_engine=megatron", "hydra.run.dir=run"], clone, [site])
+    assert result.returncode == 0, result.stderr
+    assert "verl_roles warning" not in result.stderr, result.stderr
+    assert "model_engine: megatron" in (clone / "run" / "resolved.yaml").read_text()
+
+
 def test_editable_install_runs_from_the_checkouts_parent_folder(tmp_path: Path):
     # A clone keeps the repository's name, so its parent folder holds a `verl_roles/` directory (the
     # clone) with no __init__.py: Python would import it as an empty namespace package unless the

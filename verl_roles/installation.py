@@ -4,7 +4,8 @@
 checkout it runs the checkout (its code and its ``conf/``) even when another copy of verl_roles is
 installed. That is Python's rule and the right copy to run there (code and config tree stay together),
 but a user who installed a wheel expects the wheel: the command-line entry points print one notice
-naming both copies. An editable install of this very checkout is the same copy and gets no notice.
+naming both copies. A copy installed from this very checkout (editable or not) is the same source and
+gets no notice.
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ def shadowing_notice() -> str | None:
     if dist is None:
         return None
     folder, editable = _installed_source(dist)
-    if editable and folder == root.resolve():
+    if folder == root.resolve():
+        # Installed from this very folder (`pip install .` or `pip install -e .` in a clone): the checkout
+        # that runs is the source the user installed, so there is nothing to tell apart.
         return None
     where = Path(str(dist.locate_file(""))).resolve()
     kind = f"editable install of {folder}" if editable else f"verl_roles {dist.version}"
