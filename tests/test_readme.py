@@ -1,5 +1,6 @@
-"""The README's command examples run as documented: every ``python -m verl_roles.main ...`` and
-``verl-roles ...`` line of its code blocks, read from README.md by this test (so they cannot drift),
+"""The user guide's command examples run as documented: every ``python -m verl_roles.main ...`` and
+``verl-roles ...`` line of the code blocks of README.md and docs/*.md, read by this test (so they
+cannot drift),
 exits with the documented code (an error line documents 2, `# ... exit N` documents N, ``diff`` 1 unless
 "same") and prints each line of the documented output where the README shows one."""
 
@@ -16,6 +17,8 @@ import pytest
 from conftest import REPO, cli_env, write
 
 README = REPO / "README.md"
+# The user guide: the README and the topic pages it links to.
+GUIDE = (README, *sorted((REPO / "docs").glob("*.md")))
 
 SHELL_BLOCKS = ("bash", "console", "text", "sh", "shell")
 MAIN_PROGRAMS = ("verl-roles-main",)
@@ -37,6 +40,7 @@ SUBPROCESS_FLAGS = {
 class Example:
     """One command line of the README, its documented output and the exit code it documents."""
 
+    file: str  # relative to the repository
     line: int
     text: str
     program: str  # "main" or "cli"
@@ -79,7 +83,15 @@ def _command(text: str) -> tuple[str, list[str], str | None, str] | None:
 
 
 def readme_examples() -> list[Example]:
-    text = README.read_text(encoding="utf-8")
+    found: list[Example] = []
+    for page in GUIDE:
+        found += _page_examples(page)
+    return found
+
+
+def _page_examples(page: Path) -> list[Example]:
+    text = page.read_text(encoding="utf-8")
+    name = page.relative_to(REPO).as_posix()
     found: list[Example] = []
     for block in re.finditer(r"^```(\w*)\n(.*?)^```", text, flags=re.S | re.M):
         if block.group(1) not in SHELL_BLOCKS:
@@ -108,7 +120,9 @@ def readme_examples() -> list[Example]:
                 index += 1
             program, args, redirect, comment = parsed
             found.append(
-                Example(first_line + start, logical, program, tuple(args), redirect, comment, tuple(output))
+                Example(
+                    name, first_line + start, logical, program, tuple(args), redirect, comment, tuple(output)
+                )
             )
     return found
 
@@ -125,11 +139,12 @@ def test_the_readme_has_examples_of_every_command():
 # Files the examples read. Those the README shows are taken from it (the block that starts with the
 # given line); the others are what the README's documented output implies.
 def _readme_block_starting_with(first_line: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    for block in re.finditer(r"^```yaml\n(.*?)^```", text, flags=re.S | re.M):
-        if block.group(1).startswith(first_line):
-            return block.group(1)
-    raise AssertionError(f"README has no yaml block starting with {first_line!r}")
+    for page in GUIDE:
+        text = page.read_text(encoding="utf-8")
+        for block in re.finditer(r"^```yaml\n(.*?)^```", text, flags=re.S | re.M):
+            if block.group(1).startswith(first_line):
+                return block.group(1)
+    raise AssertionError(f"the guide has no yaml block starting with {first_line!r}")
 
 
 def example_files() -> dict[str, str]:
@@ -177,7 +192,7 @@ def _normalized(text: str) -> str:
     return " ".join(text.split())
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=[f"line{e.line}" for e in EXAMPLES])
+@pytest.mark.parametrize("example", EXAMPLES, ids=[f"{e.file}:{e.line}" for e in EXAMPLES])
 def test_readme_example_runs_as_documented(example: Example, tmp_path, monkeypatch, capsys):
     for needed, reason in CANNOT_RUN.items():
         if needed in example.args:
@@ -190,9 +205,55 @@ def test_readme_example_runs_as_documented(example: Example, tmp_path, monkeypat
     else:
         code, output = _in_process(example, tmp_path, capsys)
     assert "Traceback" not in output, output
-    assert code == example.exit_code, f"README line {example.line}: {example.text}\n{output}"
+    assert code == example.exit_code, f"{example.file} line {example.line}: {example.text}\n{output}"
     # Each documented line (a wrapped paragraph is several; `...` elides) is in the output.
     actual = _normalized(output)
     for line in example.output:
         for part in _normalized(line).split("..."):
-            assert part.strip() in actual, f"README line {example.line}: {part.strip()!r} not in\n{output}"
+            where = f"{example.file} line {example.line}"
+            assert part.strip() in actual, f"{where}: {part.strip()!r} not in\n{output}"
+
+
+def test_the_guides_links_to_its_pages_and_sections_resolve():
+    # README.md and docs/*.md link to each other by file and heading; a moved section must not leave a
+    # dead link behind.
+    for page in GUIDE:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if target.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            assert linked.is_file(), f"{page.name}: link to missing {target}"
+            if anchor:
+                assert anchor in _anchors(linked), f"{page.name}: link to missing section {target}"
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives the headings of ``page``: lower case, punctuation dropped, spaces -> -."""
+    found = set()
+    for heading in re.findall(r"^#+ (.+)$", _outside_code(page.read_text(encoding="utf-8")), flags=re.M):
+        found.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
+    return found
+
+
+def _outside_code(text: str) -> str:
+    return re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+
+
+def test_the_layout_page_names_every_module_of_the_package():
+    # docs/layout.md is the map of the package: every module is on it, and it names none that is gone.
+    layout = (REPO / "docs" / "layout.md").read_text(encoding="utf-8")
+    package = REPO / "verl_roles"
+    modules = {p.name for p in package.rglob("*.py") if p.name != "__init__.py" and "conf" not in p.parts}
+    named = set(re.findall(r"^\s+([a-z_]+\.py)\s", layout, flags=re.M))
+    assert modules - named == set(), f"modules missing from docs/layout.md: {sorted(modules - named)}"
+    gone = sorted(named - modules)
+    assert not gone, f"docs/layout.md names modules that do not exist: {gone}"
+
+
+def test_the_readme_stays_a_guide():
+    # The README is the user guide's front page; developer material lives in docs/ (issue 21).
+    lines = README.read_text(encoding="utf-8").count("\n")
+    assert lines <= 500, f"README.md has {lines} lines; move detail into docs/"
+    assert "## Contents" in README.read_text(encoding="utf-8")

@@ -57,7 +57,7 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         releases.with_engine("mindspeed"),
     ),
     DeliberateRefusal(
-        "example:*router_replay*",
+        "example:volcengine/*router_replay*",
         "actor_rollout_ref.model.path: is required but empty",
         "the launch takes the model from a shell variable its script sets (router_replay examples: "
         "`actor_rollout_ref.model.path=$MODEL_PATH`, empty here); verl takes the config up to Ray and fails "

@@ -144,7 +144,7 @@ _REWARD_KEYS: tuple[LegacyKey, ...] = (
     ),
 )
 
-# The one table of legacy key paths. Documented in the README ("Legacy keys").
+# The one table of legacy key paths. Documented in docs/legacy.md.
 LEGACY_KEYS: tuple[LegacyKey, ...] = (
     *(
         LegacyKey(f"{model}.{old}", f"{model}.{LORA_BLOCK}.{new}", _LORA_REASON, convert, alias=True)
@@ -219,7 +219,7 @@ _RM_WORKER = (
 )
 
 # Jan-2026 reward-model keys no supported verl has anything for (and two of verl's own legacy keys its
-# migration ignores). Documented in the README ("Legacy keys").
+# migration ignores). Documented in docs/legacy.md.
 REMOVED_KEYS: tuple[RemovedKey, ...] = (
     RemovedKey(
         "reward_model.use_reward_loop",

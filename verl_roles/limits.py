@@ -3,7 +3,7 @@ one way they are read.
 
 A config file is a few kilobytes (the largest file of ``conf/`` is about 11 KB); a file over
 :data:`MAX_CONFIG_FILE_BYTES` is refused before it is read, so a huge or endless file (a 50 MB
-scalar, ``/dev/zero``, a FIFO) costs nothing. The README's "Limits" section says the same.
+scalar, ``/dev/zero``, a FIFO) costs nothing. docs/validation.md ("Limits") says the same.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ OUR_KEYS: dict[str, str] = {
         }.items()
     },
     # Settings of the legacy megatron trainer config that verl's unification dropped and
-    # model_engine=megatron carries at their legacy paths (README "Legacy keys").
+    # model_engine=megatron carries at their legacy paths (docs/legacy.md).
     "actor_rollout_ref.rollout.layer_name_map.qkv_layer_name": "str",
     "actor_rollout_ref.rollout.layer_name_map.gate_proj_layer_name": "str",
     **{

@@ -1,6 +1,6 @@
 """Apply roles: the step between composition and validation that settles what each role gets.
 
-Precedence, lowest first (the README's "Per-role settings" section says the same):
+Precedence, lowest first (docs/roles.md says the same):
 
 1. the engine baseline, top-level ``megatron.*`` / ``fsdp.*`` (from the engine files or the command
    line), which every role's block follows leaf by leaf;

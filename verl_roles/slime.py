@@ -433,7 +433,7 @@ def _check_value(where: str, key: str, value: Any, entry: RoleEntry, problems: l
             Problem(
                 key=where,
                 message="unknown slime key",
-                fix=f"{hint}the supported keys are listed in the README (slime per-role YAML)",
+                fix=f"{hint}the supported keys are listed in docs/slime.md",
             )
         )
         return
