@@ -19,8 +19,9 @@ from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles.cli import main as cli
-from verl_roles.cmdline import HYDRA_FLAGS, OPTIONAL, REQUIRED, CommandLine
+from verl_roles.cmdline import CommandLine
 from verl_roles.config_tree import CONF_DIR
+from verl_roles.flags import HYDRA_FLAGS, OPTIONAL, REQUIRED
 from verl_roles.legacy import read_command_line, translate_command
 
 # ---------------------------------------------------------------------------------------------------

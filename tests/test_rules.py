@@ -63,7 +63,7 @@ def test_an_unknown_registry_name_is_a_warning_naming_verls_list(names):
 
 def test_a_near_miss_names_the_likely_estimator():
     _, messages = compose_quietly(["algorithm.adv_estimator=grpoo"])
-    assert any("Did you mean algorithm.adv_estimator=grpo?" in m for m in messages)
+    assert any("Did you mean `algorithm.adv_estimator=grpo`?" in m for m in messages)
 
 
 def test_a_reward_manager_loaded_from_a_module_is_not_looked_up():

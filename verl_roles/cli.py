@@ -14,10 +14,10 @@ import importlib
 import sys
 from functools import cache
 
-from verl_roles.cmdline import HELP, VERSION, FlagSpec
 from verl_roles.commands.reporting import DEBUG_FLAG, run_reporting_errors, say
 from verl_roles.commands.shell import PROGRAM, Command, options_lines, version_text
 from verl_roles.errors import ConfigError, Problem, did_you_mean
+from verl_roles.flags import HELP, VERSION, FlagSpec
 from verl_roles.suggest import near_names
 
 # The modules under verl_roles.commands that declare a command of verl-roles.

@@ -36,7 +36,7 @@ from fnmatch import fnmatchcase
 from omegaconf import DictConfig, ListConfig
 
 from verl_roles import releases
-from verl_roles.errors import Problem
+from verl_roles.errors import Problem, unknown_key
 from verl_roles.layout import ENGINE_TABLE, LORA_SECTIONS
 from verl_roles.omegaconf_adapter.nodes import raw_items
 from verl_roles.schema import KeyType, Tree, converted_sections, targets, tree
@@ -306,36 +306,28 @@ def _added_key(
     problems: list[Problem], warnings: list[str],
 ) -> None:
     siblings = [key for key in tree if key not in CODE_KEYS]
-    close = near_names(name, siblings)
+    close = [f"{section}.{near}" if section else near for near in near_names(name, siblings)]
     where = f"`{section}`" if section else "the top level of the config"
-    guess = f"did you mean `{f'{section}.' if section else ''}{close[0]}`? " if close else ""
     listing = f"`verl-roles keys '{section}.*'` lists the keys of {where}" if section else (
         "`verl-roles keys` lists every key")
     elsewhere = releases.elsewhere_problem_text(
         path, surface.release, chosen=surface.release != releases.DEFAULT_RELEASE)
+
+    def unknown(because: str) -> Problem:
+        return unknown_key(path, where, because=because, guesses=close, fix=listing)
+
     if elsewhere is not None:
         problems.append(Problem(key=path, message=elsewhere[0], fix=elsewhere[1]))
     elif surface.builds(section):
         target = surface.targets.get(section)
         built = f"as {target}" if target else "as a dataclass"
-        problems.append(Problem(
-            key=path,
-            message=f"is not a key of {where}: verl {surface.release} builds that section {built}, which "
-            f"has no field `{name}`, so verl would refuse the config",
-            fix=f"{guess}{listing}",
-        ))
+        problems.append(unknown(
+            f"verl {surface.release} builds that section {built}, which has no field `{name}`, so verl "
+            "would refuse the config"))
     elif any(section == own or section.startswith(f"{own}.") for own in surface.own_sections):
-        problems.append(Problem(
-            key=path,
-            message=f"is not a key of {where}, one of verl_roles' own sections: nothing reads it",
-            fix=f"{guess}{listing}",
-        ))
+        problems.append(unknown("it is one of verl_roles' own sections, and nothing reads the key"))
     elif close:
-        problems.append(Problem(
-            key=path,
-            message=f"is not a key of {where}, and it is spelt like one that is",
-            fix=f"{guess}{listing}",
-        ))
+        problems.append(unknown("it is spelt like one that is"))
     else:
         warnings.append(
             f"{path} is not a key verl {surface.release} reads (it is not in {where} of verl's config, "

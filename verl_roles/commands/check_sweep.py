@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import sys
 
-from verl_roles.cmdline import CONFIG_FLAGS, MULTIRUN, CommandLine
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands.shell import Command, Invocation
 from verl_roles.errors import counted
+from verl_roles.flags import CONFIG_FLAGS, MULTIRUN
 from verl_roles.legacy import read_command_line
 from verl_roles.planning import SweepPlan, plan_sweep
 from verl_roles.sweep_isolation import EXPERIMENT_NAME

@@ -24,9 +24,9 @@ import io
 import os
 from collections.abc import Sequence
 
-from verl_roles.cmdline import CONFIG_FLAGS, NO_VALUE, FlagSpec
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import PROGRAM, Command, Invocation, Words
+from verl_roles.flags import CONFIG_FLAGS, NO_VALUE, FlagSpec
 
 SHELLS = ("bash",)
 QUERY = FlagSpec(

@@ -25,10 +25,11 @@ from omegaconf.errors import OmegaConfBaseException
 
 from verl_roles import releases
 from verl_roles.api import compose
-from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands.reporting import report, say
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.errors import ConfigError, Problem, counted, one_paragraph
+from verl_roles.flags import CONFIG_FLAGS
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 from verl_roles.paths import leaves
 

@@ -28,10 +28,11 @@ from verl_roles.api import (
     defaults_layers,
     stock_config,
 )
-from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation, Words, parse
 from verl_roles.errors import ConfigError, Problem, counted, unknown_key
+from verl_roles.flags import CONFIG_FLAGS
 from verl_roles.flat_lora import FlatLoraReport
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, read_command_line

@@ -24,9 +24,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_roles import paths
 from verl_roles.api import compose
-from verl_roles.cmdline import CONFIG_FLAGS, NO_VALUE, REQUIRED, CommandLine, FlagSpec, Override
+from verl_roles.cmdline import CommandLine, Override
 from verl_roles.commands.shell import Command, Invocation
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.flags import CONFIG_FLAGS, NO_VALUE, REQUIRED, FlagSpec
 from verl_roles.layout import (
     ENGINE_KEY,
     OPTIM_BLOCK,

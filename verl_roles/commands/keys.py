@@ -22,11 +22,12 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import paths
 from verl_roles.api import compose_with_choices, defaults_files, step_inputs
-from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.commands.show import is_glob, matches, no_match
 from verl_roles.config_tree import ConfigTree
 from verl_roles.errors import ConfigError
+from verl_roles.flags import CONFIG_FLAGS
 from verl_roles.key_docs import MountedFile, key_comments
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.legacy import read_command_line

@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verl_roles import releases
-from verl_roles.cmdline import REQUIRED, CommandLine, FlagSpec
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands.main import MAIN_FLAGS, run_main_job
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.flags import REQUIRED, FlagSpec
 
 TRAINER_MODULE = "verl.trainer.main_ppo"
 

@@ -27,7 +27,16 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_roles.api import run_app, served_job
-from verl_roles.cmdline import (
+from verl_roles.cmdline import CommandLine
+from verl_roles.commands import sweep
+from verl_roles.commands.check_sweep import print_warnings, report
+from verl_roles.commands.main_help import main_help
+from verl_roles.commands.reporting import run_reporting_errors, say
+from verl_roles.commands.shell import version_text
+from verl_roles.commands.show import composition_note, shows_composition
+from verl_roles.config_tree import CONF_DIR
+from verl_roles.errors import ConfigError, Problem, counted
+from verl_roles.flags import (
     CFG,
     CONFIG_PATH,
     EXPERIMENTAL_RERUN,
@@ -38,17 +47,8 @@ from verl_roles.cmdline import (
     NO_VALUE,
     SHELL_COMPLETION,
     VERSION,
-    CommandLine,
     FlagSpec,
 )
-from verl_roles.commands import sweep
-from verl_roles.commands.check_sweep import print_warnings, report
-from verl_roles.commands.main_help import main_help
-from verl_roles.commands.reporting import run_reporting_errors, say
-from verl_roles.commands.shell import version_text
-from verl_roles.commands.show import composition_note, shows_composition
-from verl_roles.config_tree import CONF_DIR
-from verl_roles.errors import ConfigError, Problem, counted
 from verl_roles.installation import print_shadowing_notice
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.legacy import read_command_line

@@ -23,10 +23,11 @@ import shlex
 import sys
 
 from verl_roles import releases
-from verl_roles.cmdline import CONFIG_NAME, HYDRA_FLAGS, REQUIRED, CommandLine, Flag, FlagSpec
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.flags import CONFIG_NAME, HYDRA_FLAGS, REQUIRED, Flag, FlagSpec
 from verl_roles.legacy import LEGACY_CONFIG_NAMES, translate_command
 
 _SAFE = re.compile(r"^[\w@%+=:,./-]+$")

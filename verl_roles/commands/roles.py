@@ -8,9 +8,10 @@ table says so.
 from __future__ import annotations
 
 from verl_roles.api import compose
-from verl_roles.cmdline import CONFIG_FLAGS, CommandLine
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation
+from verl_roles.flags import CONFIG_FLAGS
 from verl_roles.role_table import ROLE_COLUMNS, compared_roles, render_table, role_rows
 from verl_roles.roles import critic_off_reason
 

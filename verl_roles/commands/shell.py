@@ -1,7 +1,7 @@
 """The one command shell: how a command is declared, and what is derived from the declaration.
 
 A command is one :class:`Command`: its name, a one-line summary, what it does, its flags
-(:class:`~verl_roles.cmdline.FlagSpec`: the one argument style), what its other words are, examples and
+(:class:`~verl_roles.flags.FlagSpec`: the one argument style), what its other words are, examples and
 its action. Everything around the action comes from the declaration, once, here:
 
 - the parse: the command line as one :class:`~verl_roles.cmdline.CommandLine`, and the problems of a
@@ -26,9 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from verl_roles import releases
-from verl_roles.cmdline import HELP, NO_VALUE, CommandLine, FlagSpec
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands.reporting import DEBUG_FLAG, run_reporting_errors, say
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.flags import HELP, NO_VALUE, FlagSpec
 
 PROGRAM = "verl-roles"
 WIDTH = 100

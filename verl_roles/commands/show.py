@@ -19,9 +19,10 @@ from omegaconf import OmegaConf
 
 from verl_roles import paths
 from verl_roles.api import compose
-from verl_roles.cmdline import CFG, CONFIG_FLAGS, INFO, PACKAGE, REQUIRED, CommandLine, FlagSpec
+from verl_roles.cmdline import CommandLine
 from verl_roles.commands.shell import Command, Invocation
 from verl_roles.errors import ConfigError, Problem, did_you_mean
+from verl_roles.flags import CFG, CONFIG_FLAGS, INFO, PACKAGE, REQUIRED, FlagSpec
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_lines
 from verl_roles.run_files import run_files

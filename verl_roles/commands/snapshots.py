@@ -21,10 +21,10 @@ from omegaconf import DictConfig
 
 from verl_roles import releases
 from verl_roles.api import compose
-from verl_roles.cmdline import REQUIRED, FlagSpec
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, counted
+from verl_roles.flags import REQUIRED, FlagSpec
 from verl_roles.layout import PRIMARY_CONFIG
 from verl_roles.legacy import LEGACY_CONFIG_NAMES
 from verl_roles.notices import ConfigDeprecationWarning

@@ -14,12 +14,12 @@ from functools import cache
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles.errors import Problem
+from verl_roles.errors import Problem, did_you_mean
 from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT
 from verl_roles.releases import release_of
 from verl_roles.rules.values import UNSET, critic_in_use, engine_of, get, kl_in_reward, kl_loss, number
 from verl_roles.schema import verl_names
-from verl_roles.suggest import near_names
+from verl_roles.suggest import LOOSE, near_names
 
 # Name lists frozen from the chosen verl release (verl_roles.releases), read when a rule runs:
 # verl's ActorConfig checks loss_agg_mode against one (the critic's loss aggregation raises on any other
@@ -149,8 +149,6 @@ REGISTRY_NAMES: tuple[RegistryName, ...] = (
 def registry_names_are_known(cfg: DictConfig) -> Iterable[str]:
     """A name verl does not register itself must be registered by the user's code before the trainer
     starts (verl looks it up then); say so, with verl's built-in names."""
-    from difflib import get_close_matches
-
     for entry in REGISTRY_NAMES:
         value = get(cfg, entry.key)
         if value is UNSET or not entry.used(cfg):
@@ -158,8 +156,9 @@ def registry_names_are_known(cfg: DictConfig) -> Iterable[str]:
         builtin = verl_names(entry.names, release_of(cfg))
         if str(value) in builtin:
             continue
-        close = get_close_matches(str(value), builtin, n=1)
-        hint = f" Did you mean {entry.key}={close[0]}?" if close else ""
+        close = near_names(str(value), builtin, cutoff=LOOSE)
+        ask = did_you_mean([f"{entry.key}={name}" for name in close])
+        hint = f" {ask[:1].upper()}{ask[1:]}" if ask else ""
         yield (
             f"{entry.key}={value} is not one of verl {release_of(cfg)}'s built-in {entry.what}s "
             f"({', '.join(builtin)}). verl looks it up when the trainer starts, so your code must "
