@@ -1,27 +1,6 @@
-"""How a run reaches the disk: the one write protocol of verl_roles.
+"""Run folders: claimed under a lock, built in a staging folder beside their place, swapped in whole.
+See :mod:`verl_roles.write_protocol` for the protocol."""
 
-Everything verl_roles writes goes through here, so a run never mixes with or deletes another run, even
-when interrupted or racing:
-
-- **A run folder is claimed, built beside its place, then swapped in.** :func:`claim_folder` takes a
-  lock next to the target folder (a second run on the same folder is refused while the first holds
-  it), checks the target (absent, empty, or a verl_roles run or sweep that ``overwrite`` allows to
-  replace; any other content is never touched), and makes a fresh staging folder beside it. The run
-  is written into the staging folder; :meth:`FolderClaim.commit` renames it into place (an old run is
-  renamed aside first and deleted after, so the target holds the old run or the new one, never a
-  mix). Any failure, Ctrl-C, SIGTERM or SIGHUP before the commit removes the staging folder, the lock
-  and the parent folders the claim created: a refused or interrupted run leaves nothing.
-- **A set of files appears all at once.** :func:`write_all_or_nothing` writes each file to a temporary
-  file and renames them into place only when all are written (the last one last).
-- **A single file named by the user** (``export-slime -o FILE``): :func:`write_user_file` replaces a
-  regular file atomically, writes *into* a FIFO or device (never replacing it with a regular file), and
-  follows a symbolic link to the file it names.
-
-A process killed outright (SIGKILL, power loss) can leave a staging folder or a temporary file: their
-names start with a dot and carry ``verl_roles``, they never count as a run, and the next claim of the
-same folder removes them (a swap cut in the middle is completed first: the old run is put back).
-The lock is ``fcntl.flock``, so verl_roles writes run folders on POSIX systems.
-"""
 
 from __future__ import annotations
 
@@ -32,17 +11,15 @@ import json
 import os
 import shutil
 import signal
-import stat
-import sys
 import tempfile
 import threading
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.write_protocol.files import current_umask, make_dirs, pause_point, remove_created, unwritable
 
 # The file that marks a folder as written by verl_roles, and what it holds ("run" or "sweep").
 MARKER = ".verl_roles"
@@ -53,21 +30,6 @@ _LEGACY_MARKS = {RUN: "resolved.yaml", SWEEP: "sweep_summary.csv"}
 _STAGING = ".verl_roles-staging-"
 _REPLACED = ".verl_roles-replaced-"
 _LOCK = ".verl_roles-lock"
-
-# Tests stop a run at a named point of a write (tests/test_run_dirs.py): when this variable names the
-# point, the process says so on stderr and waits to be killed. Points: ``temp:NAME`` (the temporary file
-# of NAME is written), ``renamed:NAME`` (NAME is in place), ``staged`` (every file of a run is in its
-# staging folder), ``swap:aside`` (an old run was renamed aside, the new one not yet in place).
-PAUSE_ENV = "VERL_ROLES_TEST_PAUSE_AT"
-# Read once, when the process starts: a config cannot set it for a job (hydra.job.env_set).
-_PAUSE_AT = os.environ.get(PAUSE_ENV)
-
-
-def pause_point(name: str) -> None:
-    if name == _PAUSE_AT:
-        print(f"verl_roles: paused at {name}", file=sys.stderr, flush=True)
-        time.sleep(120)
-
 
 # --- what a folder holds ---------------------------------------------------------------------------
 
@@ -327,11 +289,11 @@ def claim_folder(target: Path, kind: str, *, overwrite: bool) -> FolderClaim:
     """
     target = Path(os.path.abspath(target))
     _refuse_existing(target, kind, overwrite, before_lock=True)
-    created = _make_dirs(target.parent)
+    created = make_dirs(target.parent)
     try:
         lock = _lock(target)
     except BaseException:
-        _remove_created(created)
+        remove_created(created)
         raise
     try:
         _recover(target)
@@ -341,10 +303,10 @@ def claim_folder(target: Path, kind: str, *, overwrite: bool) -> FolderClaim:
             staging = Path(tempfile.mkdtemp(prefix=_STAGING, dir=target))
         else:
             staging = Path(tempfile.mkdtemp(prefix=f".{target.name}{_STAGING}", dir=target.parent))
-        os.chmod(staging, 0o777 & ~_umask())
+        os.chmod(staging, 0o777 & ~current_umask())
     except BaseException as error:
         lock.release()
-        _remove_created(created)
+        remove_created(created)
         if isinstance(error, OSError):
             raise unwritable(error, target) from None
         raise
@@ -405,151 +367,3 @@ def _recover(target: Path) -> None:
             os.replace(path, target)
         elif rest.startswith((_REPLACED, _STAGING)):
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _make_dirs(folder: Path) -> list[Path]:
-    """Create ``folder`` and its missing parents; return the ones created, outermost first."""
-    missing = []
-    while not folder.is_dir() and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
-    created: list[Path] = []
-    try:
-        for made in reversed(missing):
-            made.mkdir()
-            created.append(made)
-    except OSError as error:
-        _remove_created(created)
-        raise unwritable(error, made) from None
-    return created
-
-
-def _remove_created(created: Sequence[Path]) -> None:
-    for folder in reversed(created):
-        with contextlib.suppress(OSError):
-            folder.rmdir()
-
-
-# --- files -----------------------------------------------------------------------------------------
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: no half-written file, and no
-    temporary file left when it fails. A failure is a :class:`ConfigError` naming the path."""
-    write_all_or_nothing([(path, text)])
-
-
-def write_all_or_nothing(files: Sequence[tuple[Path, str]]) -> list[Path]:
-    """Write every ``(path, text)``, in order, or none of them; returns the paths written.
-
-    Each text first goes to a temporary file next to its path (``.NAME.XXXX.tmp``); only when every one
-    is written are they renamed over their paths, in order, so the last path appears last. On any
-    failure every temporary file is removed, and so is every path this call already renamed into place,
-    and every folder it created.
-    """
-    created_dirs: list[Path] = []
-    staged: list[tuple[Path, Path]] = []
-    renamed: list[Path] = []
-    current: Path | None = None
-    try:
-        for path, text in files:
-            current = path
-            created_dirs += _make_dirs(path.parent)
-            staged.append((_write_temporary(path, text), path))
-            pause_point(f"temp:{path.name}")
-        for tmp, path in staged:
-            current = path
-            os.replace(tmp, path)
-            renamed.append(path)
-            pause_point(f"renamed:{path.name}")
-    except BaseException as error:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
-        for path in renamed:
-            path.unlink(missing_ok=True)
-        _remove_created(created_dirs)
-        if isinstance(error, OSError):
-            raise unwritable(error, current) from error
-        raise
-    return renamed
-
-
-def _write_temporary(path: Path, text: str, mode: int | None = None) -> Path:
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(name)
-    try:
-        # mkstemp creates the file 0600; give it the mode an ordinary write would (umask applied).
-        os.chmod(tmp, mode if mode is not None else 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def write_user_file(path: Path, text: str) -> Path:
-    """Write ``text`` to a file the user named (``-o FILE``); returns the file written.
-
-    A symbolic link is followed (the link stays, the file it names gets the text); a FIFO, a character
-    device or a socket is written into, never replaced, and so is a file with other hard links or in a
-    folder this user cannot write (as ``> FILE`` would); any other regular file is replaced atomically
-    and keeps its permissions; a missing file is created (its folder must exist).
-    """
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    try:
-        info = target.stat()
-    except FileNotFoundError:
-        info = None
-    except OSError as error:
-        raise unwritable(error, path) from None
-    if info is not None and stat.S_ISDIR(info.st_mode):
-        raise unwritable(OSError(errno.EISDIR, os.strerror(errno.EISDIR)), path)
-    try:
-        in_place = info is not None and (
-            not stat.S_ISREG(info.st_mode)  # a FIFO, a device: written into, never replaced
-            or info.st_nlink > 1  # a hard link: every name of the file sees the new text
-            or not os.access(target.parent, os.W_OK | os.X_OK)  # a writable file in a folder that is not
-        )
-        if in_place:
-            with open(target, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(text)
-            return target
-        if not target.parent.is_dir():
-            raise OSError(errno.ENOENT, f"no folder {target.parent}")
-        tmp = _write_temporary(target, text, stat.S_IMODE(info.st_mode) if info is not None else None)
-        try:
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    except OSError as error:
-        raise unwritable(error, path) from None
-    return target
-
-
-def unwritable(error: OSError, path: Path | None = None) -> ConfigError:
-    """A write that failed (full disk, read-only or missing folder...), as one paragraph naming the path
-    and what to do."""
-    where = path or error.filename
-    reason = error.strerror or str(error)
-    if error.errno == errno.ENOSPC:
-        fix = "free some space on that disk, or write elsewhere (hydra.run.dir=DIR for the main job)"
-    elif error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        fix = "write to another folder (hydra.run.dir=DIR for the main job), or make this one writable"
-    elif error.errno == errno.EFBIG:
-        fix = "raise the file size limit (`ulimit -f`), or write elsewhere"
-    elif error.errno in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST):
-        fix = "choose a path whose folders are folders and whose file name is not taken by a folder"
-    elif error.errno == errno.ENAMETOOLONG:
-        fix = "choose a shorter folder or file name (each part of a path is at most 255 bytes)"
-    else:
-        fix = "check the path, the disk and the permissions, then run again"
-    key = str(where) if where else "the output folder (hydra.run.dir)"
-    return ConfigError([Problem(key=key, message=f"cannot be written: {reason}", fix=fix)])
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
