@@ -71,7 +71,7 @@ def test_a_sweep_that_passes_exits_0(capsys):
         "check-sweep: 4 points: 4 ok, 0 failed",
     ]
     # The legacy key is read as its current key; its warning is printed once, not once per point.
-    assert captured.err.count("lora_rank is a deprecated key") == 1
+    assert captured.err.count("lora_rank is verl's flat LoRA key") == 1
 
 
 def test_the_sweeps_own_config_is_checked(capsys):
