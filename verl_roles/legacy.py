@@ -343,9 +343,10 @@ class Translation:
 
     def message(self) -> str:
         if self.entry.alias:
+            read = self.entry.read_into(self.new_key, self.value_text)
             return (
-                f"{self.old_key} is {self.entry.kind()}; {self.entry.read_into(self.new_key, self.value_text)}"
-                f" (verl reads both): `{self.old_token}` was read as `{self.new_token}`."
+                f"{self.old_key} is {self.entry.kind()}; {read} (verl reads both): `{self.old_token}` was "
+                f"read as `{self.new_token}`."
             )
         return (
             f"{self.old_key} is a deprecated key; it now sets {self.new_key} "
