@@ -229,3 +229,15 @@ def test_stock_mistakes_are_one_paragraph_and_exit_2(args, phrases, tmp_path: Pa
     result = run(["diff", *args], cwd=tmp_path, module="verl_roles.cli")
     assert_user_error(result, *phrases)
     assert result.stdout == ""
+
+
+def test_the_documented_stock_example_is_what_the_command_prints(capsys: pytest.CaptureFixture[str]):
+    import shlex
+
+    from conftest import REPO
+
+    text = (REPO / "docs" / "commands.md").read_text(encoding="utf-8")
+    block = text.split("$ verl-roles diff --stock ", 1)[1].split("```", 1)[0].splitlines()
+    args, expected = shlex.split(block[0]), block[1:]
+    assert cli(["diff", "--stock", *args]) == 1
+    assert capsys.readouterr().out.splitlines() == expected
