@@ -79,7 +79,7 @@ def _per_release(allowed: tuple[str, ...] | str) -> dict[str, tuple[str, ...]]:
 def enum_keys(engine: str, present: set[str]) -> Iterator[EnumKey]:
     for known in ENUMS:
         yield EnumKey(engine, known.key, _per_release(known.allowed), known.nullable, known.each)
-    for key in present:
+    for key in sorted(present):
         if key.endswith(".lora.type"):
             yield EnumKey(engine, key, _per_release(LORA_TYPES))
     for key, declared in declared_types(engine, releases.DEFAULT_RELEASE).items():
