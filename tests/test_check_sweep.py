@@ -71,7 +71,7 @@ def test_a_sweep_that_passes_exits_0(capsys):
         "check-sweep: 4 points: 4 ok, 0 failed",
     ]
     # The legacy key is read as its current key; its warning is printed once, not once per point.
-    assert captured.err.count("lora_rank is a deprecated key") == 1
+    assert captured.err.count("lora_rank is verl's flat LoRA key") == 1
 
 
 def test_the_sweeps_own_config_is_checked(capsys):
@@ -119,4 +119,20 @@ def test_a_check_sweep_mistake_in_a_real_process(tmp_path: Path):
     result = run(["check-sweep", "critic.optim.lr=interval(0,1)"], cwd=tmp_path, module="verl_roles.cli")
     assert result.returncode == 2
     assert_user_error(result, "interval sweep")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_key_of_one_swept_engine_gets_one_sweep_per_engine_as_the_fix(tmp_path):
+    """`model_engine=dp,megatron megatron.tensor_model_parallel_size=2`, as a user types it: the fix is to
+    split the sweep by engine (never "switch it to model_engine=megatron", which would drop dp)."""
+    from conftest import assert_user_error, run
+
+    result = run(["check-sweep", "model_engine=dp,megatron", "megatron.tensor_model_parallel_size=2"],
+                 cwd=tmp_path, module="verl_roles.cli")
+    assert_user_error(
+        result, "The sweep `model_engine=dp,megatron` runs both engines",
+        "run one sweep per engine: `-m model_engine=megatron megatron.tensor_model_parallel_size=2 ...` for "
+        "megatron, and the other engine's sweep without `megatron.tensor_model_parallel_size=2`",
+    )
+    assert "switch it to model_engine=megatron" not in result.stdout + result.stderr
     assert list(tmp_path.iterdir()) == []

@@ -220,7 +220,7 @@ def test_a_flag_value_is_never_translated_as_a_legacy_key(in_tmp):
     result = run(args, cwd=in_tmp)
     assert result.returncode == 0, result.stderr
     assert OmegaConf.create(result.stdout).rank == 8
-    assert result.stderr.count("deprecated key") == 1 and "(deleted)" not in result.stderr
+    assert result.stderr.count("verl's flat LoRA key") == 1 and "(deleted)" not in result.stderr
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         unchanged = CommandLine.parse(["--cfg", "job", "-p", "actor_rollout_ref.model.lora_rank"])

@@ -136,3 +136,108 @@ def test_a_release_side_borrows_the_overrides_and_renamed_keys_are_paired(in_tmp
              for kind in ("added", "removed", "renamed", "changed")}
     assert lines[-1].endswith(f"{kinds['added']} added, {kinds['removed']} removed, "
                               f"{kinds['renamed']} renamed, {kinds['changed']} changed")
+
+
+# --------------------------------------------------------------------------------------------------
+# Against stock verl: `diff --stock [overrides]`.
+
+
+def test_stock_lists_exactly_what_the_launch_changes(capsys: pytest.CaptureFixture[str]):
+    args = ["model_engine=megatron", "actor_rollout_ref.actor.optim.lr=3e-6"]
+    assert cli(["diff", "--stock", *args]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:4] == [
+        "stock: verl 0.9.1's defaults under model_engine=megatron",
+        "launch: model_engine=megatron actor_rollout_ref.actor.optim.lr=3e-6",
+        "changed actor_rollout_ref.actor.optim.lr: 1.0e-06 -> 3.0e-06",
+        "1 key differs from stock verl 0.9.1: 0 added, 0 removed, 1 changed",
+    ]
+    assert lines[4].startswith("not listed: ") and "verl_roles/verl_differences.py" in lines[4]
+    assert all(len(line) <= 120 for line in lines)
+
+
+def test_stock_marks_the_keys_verl_has_not(capsys: pytest.CaptureFixture[str]):
+    assert cli(["diff", "--stock", "model_engine=megatron", "megatron.tensor_model_parallel_size=2",
+                "+trainer.my_tag=1"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "changed megatron.tensor_model_parallel_size: 1 -> 2  (verl 0.9.1 has no such key)" in lines
+    assert "changed critic.megatron.tensor_model_parallel_size: 1 -> 2" in lines
+    assert "added   trainer.my_tag: 1  (verl 0.9.1 has no such key)" in lines
+
+
+def test_stock_follows_the_release_and_exits_zero_when_nothing_changes(capsys: pytest.CaptureFixture[str]):
+    assert cli(["diff", "--stock"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == ["stock: verl 0.9.1's defaults under model_engine=dp", "launch: (defaults)",
+                         "same: no key differs from stock verl 0.9.1"]
+    assert cli(["diff", "--stock", "verl_version=0.8.0", "trainer.total_epochs=3"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "stock: verl 0.8.0's defaults under model_engine=dp"
+    assert lines[2:4] == ["changed trainer.total_epochs: 30 -> 3",
+                          "1 key differs from stock verl 0.8.0: 0 added, 0 removed, 1 changed"]
+
+
+def test_stock_is_verls_own_composed_config(capsys: pytest.CaptureFixture[str]):
+    """Every key of verl's frozen composed config (tests/data/verl-<release>/composition) that the launch
+    sets to another value is listed, with verl's value as the old one, and nothing else of verl's is:
+    the stock side is verl's defaults but for the deliberate differences."""
+    import json
+
+    from conftest import DATA
+    from omegaconf import OmegaConf
+
+    import verl_roles
+    from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
+    from verl_roles.verl_differences import deliberate
+
+    args = ["model_engine=megatron", "actor_rollout_ref.actor.optim.lr=3e-6", "trainer.total_epochs=3",
+            "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=4"]
+    assert cli(["diff", "--stock", *args]) == 1
+    listed = {line.split(" ", 1)[1].lstrip().split(":", 1)[0]: line
+              for line in capsys.readouterr().out.splitlines() if line.startswith(("changed ", "added "))}
+    verl = json.loads((DATA / "verl-0.9.1" / "composition" / "megatron.json").read_text())["leaves"]
+    launch = OmegaConf.to_container(verl_roles.compose(args), resolve=True)
+    ours = {".".join(map(str, path)): value for path, value in _leaves(launch)}
+    differs = {key for key, leaf in verl.items() if key in ours and not deliberate(key, "megatron")
+               and ours[key] != leaf["resolved"]}
+    assert differs == {key for key in listed if key in verl}
+    for key in differs:
+        assert listed[key].startswith(f"changed {key}: {dump_flow(verl[key]['resolved'])} -> "), listed[key]
+
+
+def _leaves(node, prefix=()):
+    if isinstance(node, dict) and node:
+        for key, child in node.items():
+            yield from _leaves(child, (*prefix, key))
+    else:
+        yield prefix, node
+
+
+@pytest.mark.parametrize(
+    ("args", "phrases"),
+    [
+        (["--stock", "trainer.nnodes=2", "--", "x"], ["--stock compares one config with stock verl",
+                                                     "drop the `--`"]),
+        (["--stock", "trainer.nnodez=2"],
+         ["side launch (trainer.nnodez=2)", "did you mean `trainer.nnodes`"]),
+    ],
+    ids=["separator", "bad-key"],
+)
+def test_stock_mistakes_are_one_paragraph_and_exit_2(args, phrases, tmp_path: Path):
+    from conftest import assert_user_error, run
+
+    result = run(["diff", *args], cwd=tmp_path, module="verl_roles.cli")
+    assert_user_error(result, *phrases)
+    assert result.stdout == ""
+
+
+def test_the_documented_stock_example_is_what_the_command_prints(capsys: pytest.CaptureFixture[str]):
+    import shlex
+
+    from conftest import REPO
+
+    text = (REPO / "docs" / "commands.md").read_text(encoding="utf-8")
+    block = text.split("$ verl-roles diff --stock ", 1)[1].split("```", 1)[0].splitlines()
+    args, expected = shlex.split(block[0]), block[1:]
+    assert cli(["diff", "--stock", *args]) == 1
+    assert capsys.readouterr().out.splitlines() == expected

@@ -59,11 +59,11 @@ def test_command_line_override_is_the_last_step():
 def test_legacy_alias_is_named_in_the_chain():
     legacy = ["actor_rollout_ref.model.lora_rank=8"]
     # Warned as the main job warns.
-    with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank is a deprecated key"):
+    with pytest.warns(verl_roles.ConfigTranslationWarning, match="lora_rank is verl's flat LoRA key"):
         explained = explain.explain("actor_rollout_ref.model.lora.rank", legacy)
     assert explained.value == 8
     assert sources(explained)[-1] == (
-        "command line `actor_rollout_ref.model.lora_rank=8` (legacy key, read as "
+        "command line `actor_rollout_ref.model.lora_rank=8` (verl's flat LoRA key, read as "
         "`actor_rollout_ref.model.lora.rank=8`)",
         8,
     )
@@ -220,14 +220,15 @@ def test_critic_following_the_actor_layout_is_a_roles_step():
 
 
 def test_legacy_key_in_a_user_file_is_moved_to_its_current_key(user_conf):
-    with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank is a deprecated key"):
+    flat_key = "lora_rank in a config file is verl's flat LoRA key"
+    with pytest.warns(verl_roles.ConfigTranslationWarning, match=flat_key):
         new, old = explain.explain_many(
             ["actor_rollout_ref.model.lora.rank", "actor_rollout_ref.model.lora_rank"],
             config_name="legacy_run",
             config_dir=str(user_conf),
         )
     move = (
-        "legacy key actor_rollout_ref.model.lora_rank -> actor_rollout_ref.model.lora.rank "
+        "verl's flat LoRA key actor_rollout_ref.model.lora_rank -> actor_rollout_ref.model.lora.rank "
         f"(from {user_conf}: legacy_run.yaml)"
     )
     assert new.value == 8
@@ -245,7 +246,7 @@ def test_shown_value_is_the_value_compose_returns(slime_file):
     """The value explain shows is the one the main job writes, for a sample of keys of every kind."""
     overrides = [MEGATRON, f"megatron_config_path={slime_file}", "megatron.tensor_model_parallel_size=2",
                  "trainer.n_gpus_per_node=2", "actor_rollout_ref.model.lora_rank=4"]
-    with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank"):
+    with pytest.warns(verl_roles.ConfigTranslationWarning, match="lora_rank"):
         resolved = verl_roles.compose(overrides)
     keys = sorted(flat(resolved))[::29] + [
         "critic.optim.lr",  # slime file
@@ -254,7 +255,7 @@ def test_shown_value_is_the_value_compose_returns(slime_file):
         "actor_rollout_ref.model.lora.rank",  # legacy command-line key
         "critic.megatron",  # a whole section
     ]
-    with pytest.warns(verl_roles.ConfigDeprecationWarning, match="lora_rank"):
+    with pytest.warns(verl_roles.ConfigTranslationWarning, match="lora_rank"):
         explanations = explain.explain_many(keys, overrides)
     for key, explained in zip(keys, explanations, strict=True):
         assert explained.invalid is None

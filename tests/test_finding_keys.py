@@ -105,7 +105,7 @@ def test_roles_aligns_the_fsdp_critic_block_and_leaves_out_an_untrained_critic(c
     assert cli(["roles", "algorithm.adv_estimator=grpo"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["key", "actor", "ref", "rollout"]
-    assert lines[-1] == (
+    assert lines[-2] == (
         "(critic left out: it is not trained, algorithm.adv_estimator=grpo trains no critic; only gae does)"
     )
 
@@ -202,3 +202,26 @@ def test_keys_word_without_glob_characters_searches_names_and_comments(capsys):
 )
 def test_no_match_suggests_the_nearest_keys(args: list[str], phrases: list[str], tmp_path: Path):
     assert_user_error(run_in_process(args, cwd=tmp_path, module="verl_roles.cli"), *phrases)
+
+
+def test_roles_hides_what_differs_by_construction_fits_120_columns_and_says_how_to_see_all(capsys):
+    assert cli(["roles", MEGATRON, "critic.megatron.param_offload=true"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in lines[1:-1]}
+    # No class names, no qat rows (the rollout's qat follows the actor's engine block).
+    assert "_target_" not in rows and not any(key.startswith("qat.") for key in rows)
+    assert rows["megatron.param_offload"] == ["false", "false", "true", "-"]
+    assert lines[-1] == (
+        "(3 more rows differ by construction, e.g. _target_: `verl-roles roles --all` shows every row)")
+    assert all(len(line) <= 120 for line in lines)
+    assert cli(["roles", "--all", MEGATRON]) == 0
+    everything = {line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert {"_target_", "qat.ignore_patterns"} <= everything
+
+
+def test_a_long_value_wraps_inside_120_columns(capsys):
+    long = ",".join(f"module_{n:02d}_with_a_long_name" for n in range(8))
+    assert cli(["roles", f"actor_rollout_ref.actor.checkpoint.save_contents=[{long}]"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= 120 for line in lines)
+    assert sum("module_07_with_a_long_name" in line for line in lines) == 2  # save and load, each wrapped

@@ -273,3 +273,41 @@ def test_launch_with_the_real_verl_reaches_the_point_where_verl_starts_ray(tmp_p
         )
         pytest.xfail(row.reason)
     assert "reached run_ppo" in result.stdout
+
+
+def test_the_install_hint_names_the_interpreter_it_is_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """`--verl-python PY` without verl: the pip command installs into PY, not into this venv."""
+    import importlib.util
+    import shlex
+
+    if importlib.util.find_spec("verl") is not None:
+        pytest.skip("verl is importable here; the hint is for a Python without it")
+    # This interpreter outside its venv (no pyvenv.cfg next to it): a Python with no verl, at a path
+    # with a space in it, as a user may have.
+    other = tmp_path / "my pythons" / "python3"
+    other.parent.mkdir()
+    other.symlink_to(Path(sys.executable).resolve())
+    code, out, err = launch(["--verl-python", str(other)], capsys)
+    assert code == 2 and out == ""
+    paragraph = err.strip().splitlines()[-1]
+    assert f"is not installed for the Python at {other}" in paragraph
+    assert f'`{shlex.quote(str(other))} -m pip install "verl_roles[{releases.extra(DEFAULT)}]"`' in paragraph
+    assert f"into {other}" in paragraph
+
+
+def test_a_sweep_folder_is_named_with_its_jobs_before_verl_is_probed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    from verl_roles import main as main_module
+
+    sweep = tmp_path / "sweep"
+    assert main_module.main(["-m", "trainer.total_epochs=1,2,3", f"hydra.sweep.dir={sweep}", *QUIET]) == 0
+    capsys.readouterr()
+    # No verl at all (a Python that cannot run): the folder is what is wrong, and it is said first.
+    code, out, err = launch(["--run-dir", str(sweep), "--verl-python", str(tmp_path / "no-python")], capsys)
+    assert code == 2 and out == ""
+    paragraph = err.strip().splitlines()[-1]
+    assert f"--run-dir {sweep}: is the folder of a multirun sweep" in paragraph
+    assert "multirun.yaml" in paragraph and "its folder: 0, 1, 2" in paragraph
+    assert f"pick one job, e.g. `--run-dir {sweep / '0'}`" in paragraph
+    assert "could not be run" not in paragraph and "not installed" not in paragraph

@@ -19,7 +19,7 @@ from verl_roles import cli, flat_lora, legacy
 from verl_roles import main as main_module
 from verl_roles.errors import ConfigError
 from verl_roles.layout import DP, ENGINE_TABLE, ENGINES
-from verl_roles.notices import ConfigDeprecationWarning
+from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning
 
 MODELS = ("actor_rollout_ref.model", "critic.model")
 
@@ -43,9 +43,9 @@ LORA_ALIASES = [
 @pytest.mark.parametrize("model", MODELS)
 def test_every_flat_lora_key_sets_the_lora_block_and_warns_once(model):
     overrides = [f"{model}.{old}={text}" for old, text, _, _ in LORA_ALIASES]
-    with pytest.warns(ConfigDeprecationWarning) as record:
+    with pytest.warns(ConfigTranslationWarning) as record:
         cfg = verl_roles.compose(overrides)
-    messages = [str(w.message) for w in record if issubclass(w.category, ConfigDeprecationWarning)]
+    messages = [str(w.message) for w in record if issubclass(w.category, ConfigTranslationWarning)]
     assert len(messages) == len(LORA_ALIASES), messages
     section = OmegaConf.select(cfg, model)
     for (old, _text, new, expected), message in zip(LORA_ALIASES, messages, strict=True):
@@ -54,7 +54,10 @@ def test_every_flat_lora_key_sets_the_lora_block_and_warns_once(model):
         # The flat key of the result is the one verl reads, derived from the block it was moved to.
         derived = flat_lora.exclude_pattern(expected) if old == "exclude_modules" else expected
         assert OmegaConf.select(section, old) == derived, old
-        assert f"{model}.{old}" in message and f"{model}.{new}" in message and "value" in message
+        assert f"{model}.{old}" in message and f"{model}.{new}" in message
+        # verl's own keys: what happens is said, and they are not called deprecated.
+        assert "is verl's flat LoRA key" in message and "deprecated" not in message, message
+    assert not any(issubclass(w.category, ConfigDeprecationWarning | FutureWarning) for w in record)
 
 
 def test_value_translation_applies_to_every_sweep_value():
@@ -66,7 +69,7 @@ def test_value_translation_applies_to_every_sweep_value():
 
 @pytest.mark.parametrize("engine", [row.name for row in ENGINE_TABLE if row.lora_module_names is not None])
 def test_flat_lora_rank_works_under_every_engine_with_lora(engine):
-    with pytest.warns(ConfigDeprecationWarning):
+    with pytest.warns(ConfigTranslationWarning):
         cfg = verl_roles.compose([f"model_engine={engine}", "actor_rollout_ref.model.lora_rank=16"])
     assert cfg.actor_rollout_ref.model.lora.rank == 16
     assert cfg.actor_rollout_ref.model.lora_rank == 16
@@ -74,7 +77,7 @@ def test_flat_lora_rank_works_under_every_engine_with_lora(engine):
 
 @pytest.mark.parametrize("engine", [row.name for row in ENGINE_TABLE if row.lora_module_names is None])
 def test_flat_lora_rank_under_an_engine_without_lora_is_refused_like_the_block(engine):
-    with pytest.warns(ConfigDeprecationWarning), pytest.raises(ConfigError) as caught:
+    with pytest.warns(ConfigTranslationWarning), pytest.raises(ConfigError) as caught:
         verl_roles.compose([f"model_engine={engine}", "actor_rollout_ref.model.lora_rank=16"])
     (problem,) = caught.value.problems
     assert problem.key == "actor_rollout_ref.model.lora.rank" and "reads no LoRA setting" in problem.render()
@@ -102,7 +105,7 @@ def test_critic_fsdp_config_under_another_engine_names_the_engine_it_belongs_to(
 
 
 def test_same_value_under_old_and_new_key_is_accepted():
-    with pytest.warns(ConfigDeprecationWarning):
+    with pytest.warns(ConfigTranslationWarning):
         cfg = verl_roles.compose(
             ["actor_rollout_ref.model.lora_rank=8", "actor_rollout_ref.model.lora.rank=8"]
         )
@@ -132,7 +135,7 @@ def test_legacy_key_in_a_sweep_translates_every_value(tmp_path, capsys):
     assert code == 0, err
     ranks = {OmegaConf.load(p).actor_rollout_ref.model.lora.rank for p in tmp_path.glob("*/resolved.yaml")}
     assert ranks == {8, 16}
-    assert err.count("actor_rollout_ref.model.lora_rank is a deprecated key") == 1
+    assert err.count("actor_rollout_ref.model.lora_rank is verl's flat LoRA key") == 1
 
 
 def test_cli_warning_names_old_key_new_key_and_value(in_tmp):
@@ -200,9 +203,11 @@ def test_legacy_keys_in_user_config_files_are_moved_and_warned(user_conf, tmp_pa
         assert "fsdp_config" not in section
         # The flat keys verl reads are derived from the block the legacy keys were moved to.
         assert (section.lora_rank, section.lora_alpha) == (section.lora.rank, section.lora.alpha)
-    for old in ("actor_rollout_ref.model.lora_rank", "critic.model.lora_rank", "critic.model.lora_alpha",
-                "critic.model.fsdp_config.param_offload"):
-        assert err.count(f"{old} is a deprecated key") == 1, err
+    # verl's own flat LoRA keys are read into the block, never called deprecated; the rest are.
+    for old in ("actor_rollout_ref.model.lora_rank", "critic.model.lora_rank", "critic.model.lora_alpha"):
+        assert err.count(f"{old} in a config file is verl's flat LoRA key") == 1, err
+    assert err.count("critic.model.fsdp_config.param_offload is a deprecated key") == 1, err
+    assert "lora_rank is a deprecated" not in err and "lora_alpha is a deprecated" not in err
 
 
 def test_command_line_wins_over_a_legacy_key_in_a_file(user_conf, tmp_path, capsys):
@@ -311,7 +316,7 @@ def test_python_api_conflict_raises_config_error():
 
 def test_unparsable_value_of_a_converted_legacy_key_is_a_config_error(capsys):
     token = "critic.model.exclude_modules=[a,"
-    with pytest.warns(ConfigDeprecationWarning), pytest.raises(ConfigError, match="not a valid Hydra"):
+    with pytest.warns(ConfigTranslationWarning), pytest.raises(ConfigError, match="not a valid Hydra"):
         verl_roles.compose([token])
     code, out, err = migrate_in_process([token], capsys)
     # migrate refuses what no Hydra command line can hold, naming the token and the quoting fix

@@ -2,11 +2,12 @@
 
 from verl_roles.api import compose
 from verl_roles.errors import ConfigError, Problem, VerlRolesError
-from verl_roles.notices import ConfigDeprecationWarning, ConfigWarning
+from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning, ConfigWarning
 
 __all__ = [
     "ConfigDeprecationWarning",
     "ConfigError",
+    "ConfigTranslationWarning",
     "ConfigWarning",
     "Problem",
     "VerlRolesError",

@@ -42,7 +42,7 @@ from verl_roles.layout import (
     MODEL_SECTIONS,
     PRIMARY_CONFIG,
 )
-from verl_roles.notices import ConfigDeprecationWarning, warn
+from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning, warn
 from verl_roles.omegaconf_adapter.nodes import ABSENT, raw_at
 from verl_roles.omegaconf_adapter.override_text import element_text
 
@@ -96,8 +96,27 @@ class LegacyKey:
     def converted(self, value: object) -> object:
         return value if self.convert is None else self.convert(value)
 
+    # How the messages call the old key: verl's own flat LoRA keys are not deprecated (verl's examples
+    # use them); we read them into the one block. Any other old key is a deprecated one.
+    @property
+    def warning(self) -> type[ConfigDeprecationWarning] | type[ConfigTranslationWarning]:
+        return ConfigTranslationWarning if self.alias else ConfigDeprecationWarning
 
-_LORA_REASON = "verl's flat LoRA keys are now the one structured `lora` block"
+    def kind(self) -> str:
+        return "verl's flat LoRA key" if self.alias else "a deprecated key"
+
+    def spelling_of(self, new_key: str) -> str:
+        return f"verl's flat spelling of {new_key}" if self.alias else f"the deprecated spelling of {new_key}"
+
+    def read_into(self, new_key: str, value_text: str) -> str:
+        """What reading the old key did, for a warning."""
+        if self.alias:
+            return (f"verl_roles reads it into the one `{LORA_BLOCK}` block: it sets {new_key} (value "
+                    f"{value_text}), and the resolved config writes both spellings from that block")
+        return f"it now sets {new_key} (value {value_text})"
+
+
+_LORA_REASON = "verl's flat LoRA keys are read into the one structured `lora` block (verl reads both)"
 _SKIP_REASON = "verl {release} holds rollout dumping in the top-level `skip` section"
 _TEACHER_REASON = (
     "verl {release} holds teachers by name under `distillation.teacher_models`, their pool in `distillation`"
@@ -302,6 +321,12 @@ def find(key: str, release: str = releases.DEFAULT_RELEASE) -> tuple[LegacyKey, 
     return None
 
 
+def old_key_label(key: str) -> str:
+    """What a view calls the old key ``key``: verl's own flat LoRA keys are not legacy keys."""
+    flat = any(entry.alias and entry.new_key_for(key) is not None for entry in LEGACY_KEYS)
+    return "verl's flat LoRA key" if flat else "legacy key"
+
+
 # --------------------------------------------------------------------------- command line
 
 
@@ -317,6 +342,12 @@ class Translation:
     value_text: str
 
     def message(self) -> str:
+        if self.entry.alias:
+            read = self.entry.read_into(self.new_key, self.value_text)
+            return (
+                f"{self.old_key} is {self.entry.kind()}; {read} (verl reads both): `{self.old_token}` was "
+                f"read as `{self.new_token}`."
+            )
         return (
             f"{self.old_key} is a deprecated key; it now sets {self.new_key} "
             f"(value {self.value_text}): `{self.old_token}` was read as `{self.new_token}`. "
@@ -449,8 +480,8 @@ def _translate_keys(command: CommandLine, release: str) -> TranslatedCommand:
             Problem(
                 key=translation.old_key,
                 message=(
-                    f"is the deprecated spelling of {translation.new_key}, and the command line sets both "
-                    f"to different values: `{translation.old_token}` and `{current.text}`"
+                    f"is {translation.entry.spelling_of(translation.new_key)}, and the command line sets "
+                    f"both to different values: `{translation.old_token}` and `{current.text}`"
                 ),
                 origin="the command line",
                 fix=f"keep only `{current.text}` (the current key) and drop `{translation.old_token}`",
@@ -482,7 +513,7 @@ def read_command_line(command: CommandLine) -> TranslatedCommand:
     if config_warning is not None:
         warn(config_warning, ConfigDeprecationWarning)
     for translation in translated.translations:
-        warn(translation.message(), ConfigDeprecationWarning)
+        warn(translation.message(), translation.entry.warning)
     for removal in translated.removals:
         warn(removal.message(), ConfigDeprecationWarning)
     return translated
@@ -594,7 +625,7 @@ def normalize_config(
                 Problem(
                     key=old_key,
                     message=(
-                        f"is a deprecated key that now lives at {new_key}, which does not exist "
+                        f"is {entry.kind()} read into {new_key}, which does not exist "
                         f"under model_engine={engine}"
                     ),
                     origin="a config file",
@@ -604,9 +635,11 @@ def normalize_config(
             continue
         if _set_on_command_line(new_key, cli_keys):
             warn(
-                f"{old_key} (value {element_text(old_value)}) in a config file is a deprecated key for "
-                f"{new_key}; it is ignored because the command line sets {new_key}. Rename it in the file.",
-                ConfigDeprecationWarning,
+                f"{old_key} (value {element_text(old_value)}) in a config file is {entry.kind()} for "
+                f"{new_key}; it is ignored because the command line sets {new_key}. "
+                + ("Remove it from the file, or set the block there." if entry.alias
+                   else "Rename it in the file."),
+                entry.warning,
             )
             moves.append(LegacyMove(old_key, new_key, new_value, dropped=True))
             continue
@@ -617,7 +650,7 @@ def normalize_config(
                 Problem(
                     key=old_key,
                     message=(
-                        f"is the deprecated spelling of {new_key}, and the config sets both to different "
+                        f"is {entry.spelling_of(new_key)}, and the config sets both to different "
                         f"values: {old_key}={element_text(old_value)} and {new_key}={element_text(current)}"
                     ),
                     origin="a config file",
@@ -626,11 +659,14 @@ def normalize_config(
             )
             continue
         moves.append(LegacyMove(old_key, new_key, new_value))
-        warn(
-            f"{old_key} is a deprecated key; it now sets {new_key} (value {element_text(new_value)}). "
-            f"Rename it to {new_key} in your config file.",
-            ConfigDeprecationWarning,
-        )
+        value_text = element_text(new_value)
+        if entry.alias:
+            text = (f"{old_key} in a config file is {entry.kind()}; {entry.read_into(new_key, value_text)}. "
+                    "Writing the block in the file says the same.")
+        else:
+            text = (f"{old_key} is a deprecated key; it now sets {new_key} (value {value_text}). "
+                    f"Rename it to {new_key} in your config file.")
+        warn(text, entry.warning)
     if problems:
         raise ConfigError(problems)
     for move in moves:

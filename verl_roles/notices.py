@@ -13,6 +13,11 @@ class ConfigDeprecationWarning(ConfigWarning, FutureWarning):
     """A legacy name or key was used; the message names its replacement."""
 
 
+class ConfigTranslationWarning(ConfigWarning):
+    """A key the trainer itself reads (verl's flat LoRA keys) was read into the spelling of our config;
+    the message says what it set. Nothing is deprecated: the key keeps working."""
+
+
 def warn(message: str, category: type[ConfigWarning] = ConfigWarning) -> None:
     """Emit a warning attributed to the caller of the public API, not to verl_roles internals."""
     warnings.warn(message, category, stacklevel=3)

@@ -521,6 +521,23 @@ def _folder_problems(plan: SweepPlan) -> list[Problem]:
     return problems
 
 
+# What Hydra (multirun.yaml) and the main job (sweep_summary.csv) write into a sweep's own folder.
+SWEEP_MARKERS = ("multirun.yaml", "sweep_summary.csv")
+
+
+def sweep_jobs(folder: Path) -> list[str] | None:
+    """The job folders (names, in the sweep's order) of a multirun sweep ``folder``; None when the folder
+    is no sweep folder (it has neither of :data:`SWEEP_MARKERS`)."""
+    if not any((folder / name).exists() for name in SWEEP_MARKERS):
+        return None
+    try:
+        found = [child for child in folder.iterdir() if (child / RESOLVED).is_file()]
+    except OSError:
+        return []
+    return [child.name for child in sorted(found, key=lambda c: (not c.name.isdigit(), int(c.name)
+                                                                  if c.name.isdigit() else 0, c.name))]
+
+
 def check_written_run(run_dir: Path) -> DictConfig:
     """The ``resolved.yaml`` of a run folder written before, checked like a config about to run: read
     as a user's file (limits), then the gate and every rule (``verl-roles launch --run-dir`` runs only
@@ -528,6 +545,17 @@ def check_written_run(run_dir: Path) -> DictConfig:
     was not written by verl_roles, or was changed since."""
     path = run_dir / RESOLVED
     if not path.is_file():
+        jobs = sweep_jobs(run_dir)
+        if jobs is not None:
+            shown = ", ".join(jobs[:8]) + (f" and {len(jobs) - 8} more" if len(jobs) > 8 else "")
+            pick = f"`--run-dir {run_dir / jobs[0]}`" if jobs else "`--run-dir SWEEP_DIR/JOB`"
+            raise ConfigError([Problem(
+                key=f"--run-dir {run_dir}",
+                message="is the folder of a multirun sweep (it holds "
+                + " and ".join(name for name in SWEEP_MARKERS if (run_dir / name).exists())
+                + "), not one run: it has no resolved.yaml of its own; each job of the sweep has its folder"
+                + (f": {shown}" if jobs else ", and none holds a resolved.yaml yet"),
+                fix=f"pick one job, e.g. {pick}; `verl-roles launch` trains one run at a time")])
         raise ConfigError([Problem(
             key=f"--run-dir {run_dir}", message="holds no resolved.yaml",
             fix="pass a folder written by `python -m verl_roles.main` (or by one job of its sweep)")])

@@ -129,10 +129,15 @@ def extra(release: str) -> str:
     return "verl-" + release.replace(".", "-")
 
 
-def install_hint(release: str = DEFAULT_RELEASE) -> str:
-    """How to get ``release`` of verl into the current environment."""
+def install_hint(release: str = DEFAULT_RELEASE, python: str | None = None) -> str:
+    """How to get ``release`` of verl into the environment of the interpreter ``python`` (the current
+    environment when None): the pip command names that interpreter when it is given."""
+    import shlex
+
+    pip = f"{shlex.quote(python)} -m pip" if python else "pip"
+    into = f" into {python}" if python else ""
     return (
-        f'install verl {release} with `pip install "verl_roles[{extra(release)}]"` '
+        f'install verl {release}{into} with `{pip} install "verl_roles[{extra(release)}]"` '
         f"(verl=={release} and what its "
         "trainer imports; about 5 minutes and 6.4 GB; CPU-only is enough to check a config), or point "
         f"`--verl-python` at the Python of an environment that has verl {release}"

@@ -23,6 +23,10 @@ from verl_roles.text_table import render_rows
 ROLE_COLUMNS: tuple[str, ...] = ("actor", "ref", "critic", "rollout")
 
 MISSING = "-"
+# The widest the table is printed (its value columns wrap to fit).
+TABLE_WIDTH = 120
+# verl's class names: they differ per role by construction (each role is its own dataclass).
+TARGET = "_target_"
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,46 @@ def compared_roles(cfg: DictConfig) -> list[str]:
     return [role for role in ROLE_COLUMNS if role != "critic" or critic_in_use(cfg)]
 
 
-def _role_leaves(cfg: DictConfig, role: str) -> dict[str, object]:
+def _following(raw: object, own: str, prefix: str = "") -> list[tuple[str, str]]:
+    """(key relative to the role's section ``own``, the key of another role's section it follows) for
+    every value of ``raw`` (the section, unresolved) that is an interpolation of another role's key."""
+    if isinstance(raw, dict):
+        return [pair for name, child in raw.items() for pair in _following(child, own, f"{prefix}{name}.")]
+    if isinstance(raw, str) and raw.startswith("${") and raw.endswith("}"):
+        target = raw[2:-1]
+        others = [s for s in ROLE_SECTIONS.values() if s != own and not own.startswith(f"{s}.")]
+        if any(target == s or target.startswith(f"{s}.") for s in others):
+            return [(prefix[:-1], target)]
+    return []
+
+
+def _by_construction(cfg: DictConfig, follows: list[tuple[str, str]], key: str, value: object) -> bool:
+    """Whether a role's leaf ``key`` differs by construction: verl's ``_target_`` class name, or a key
+    that ``follows`` another role's key (in the stock config) and still equals it."""
+    if key.rsplit(".", 1)[-1] == TARGET:
+        return True
+    for followed, target in follows:
+        if key == followed or key.startswith(f"{followed}."):
+            other = OmegaConf.select(cfg, target + key[len(followed):], default=None)
+            if OmegaConf.is_config(other):
+                other = OmegaConf.to_container(other, resolve=True)
+            return other == value
+    return False
+
+
+def _role_leaves(cfg: DictConfig, role: str, stock: DictConfig | None = None,
+                 everything: bool = True) -> dict[str, object]:
     """A role's leaves relative to its section, its engine block named as the actor's (the FSDP
-    critic's ``fsdp`` block is the actor's and the ref's ``fsdp_config``)."""
-    leaves = _leaves(OmegaConf.to_container(OmegaConf.select(cfg, ROLE_SECTIONS[role]), resolve=True))
+    critic's ``fsdp`` block is the actor's and the ref's ``fsdp_config``). Without ``everything``, no
+    leaf that differs by construction (:func:`_by_construction`; ``stock``: the config with no user
+    input, which says which keys follow another role's)."""
+    section = ROLE_SECTIONS[role]
+    leaves = _leaves(OmegaConf.to_container(OmegaConf.select(cfg, section), resolve=True))
+    if not everything:
+        raw = OmegaConf.select(stock, section) if stock is not None else None
+        follows = _following(OmegaConf.to_container(raw, resolve=False), section) if raw is not None else []
+        leaves = {key: value for key, value in leaves.items()
+                  if not _by_construction(cfg, follows, key, value)}
     row = engine(cfg.get(ENGINE_KEY))
     block, actor_block = row.block(role), row.block("actor")
     if block == actor_block:
@@ -62,17 +102,21 @@ def _role_leaves(cfg: DictConfig, role: str) -> dict[str, object]:
     }
 
 
-def role_rows(cfg: DictConfig, roles: Sequence[str]) -> list[RoleRow]:
-    """The keys at least two of ``roles`` have, with different values, sorted by key."""
-    leaves = {role: _role_leaves(cfg, role) for role in roles}
-    keys = sorted({key for values in leaves.values() for key in values})
+def role_rows(cfg: DictConfig, roles: Sequence[str], stock: DictConfig | None = None,
+              everything: bool = True) -> list[RoleRow]:
+    """The keys at least two of ``roles`` have, with different values, sorted by key; without
+    ``everything``, a key whose values differ only by construction (see :func:`_role_leaves`) is left
+    out. A row shows every role's value."""
+    shown = {role: _role_leaves(cfg, role) for role in roles}
+    judged = shown if everything else {
+        role: _role_leaves(cfg, role, stock, everything=False) for role in roles}
+    keys = sorted({key for values in judged.values() for key in values})
     rows = []
     for key in keys:
-        present = {role: leaves[role][key] for role in roles if key in leaves[role]}
-        if len(present) < 2:
+        present = {role: judged[role][key] for role in roles if key in judged[role]}
+        if len(present) < 2 or len({repr(value) for value in present.values()}) < 2:
             continue
-        if len({repr(value) for value in present.values()}) > 1:
-            rows.append(RoleRow(key, present))
+        rows.append(RoleRow(key, {role: shown[role][key] for role in roles if key in shown[role]}))
     return rows
 
 
@@ -82,7 +126,8 @@ def cell(value: object) -> str:
     return dump_flow(value)
 
 
-def render_table(rows: Sequence[RoleRow], roles: Sequence[str]) -> str:
-    """An aligned text table: a header, then one line per row (``-`` where a role has no such key)."""
+def render_table(rows: Sequence[RoleRow], roles: Sequence[str], width: int | None = TABLE_WIDTH) -> str:
+    """An aligned text table: a header, then one line per row (``-`` where a role has no such key), at
+    most ``width`` columns wide (long values wrap)."""
     cells = [[row.key, *(cell(row.values[r]) if r in row.values else MISSING for r in roles)] for row in rows]
-    return render_rows(["key", *roles], cells)
+    return render_rows(["key", *roles], cells, width)

@@ -7,6 +7,12 @@ path: ``added`` (only in B), ``removed`` (only in A), ``renamed`` (a key of A's 
 release spells another way, with its value) or ``changed`` (A's value -> B's value); values are shown
 in JSON/YAML flow style. Exit codes follow diff(1): 0 same, 1 different, 2 a user error.
 
+Against stock verl: ``verl-roles diff --stock [OVERRIDES]`` compares the one config of OVERRIDES with
+verl's own defaults for the same engine and release (the config verl_roles composes from nothing but
+``model_engine`` and ``verl_version``, which is verl's composed config but for the deliberate differences
+of :mod:`verl_roles.verl_differences`): exactly what this launch changes from stock verl. A key verl has
+no such key for (verl_roles' engine baseline, a ``+`` key) is marked so.
+
 A verl upgrade: a side that is nothing but a release choice (``verl_version=0.8.0``) takes the other
 side's overrides too, so ``verl-roles diff verl_version=0.8.0 -- verl_version=0.9.1 OVERRIDES`` lists
 what moving that one config from verl 0.8.0 to 0.9.1 changes: keys added and removed, renamed, and
@@ -29,12 +35,17 @@ from verl_roles.cmdline import CommandLine
 from verl_roles.commands.reporting import report, say
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.errors import ConfigError, Problem, counted, one_paragraph
-from verl_roles.flags import CONFIG_FLAGS
+from verl_roles.flags import CONFIG_FLAGS, FlagSpec
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 from verl_roles.paths import leaves
+from verl_roles.verl_differences import deliberate
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
+STOCK_FLAG = "--stock"
+STOCK = FlagSpec((STOCK_FLAG,),
+                 help="compare the one config of the overrides with stock verl (same engine and release)")
 
 _MISSING = object()
 
@@ -140,21 +151,83 @@ def render(a: Side, b: Side, changes: Sequence[Change]) -> str:
         lines.append("same: every resolved value of A and B is equal")
         return "\n".join(lines)
     lines.extend(change.render() for change in changes)
+    lines.append(tally(changes))
+    return "\n".join(lines)
+
+
+def key_count(n: int) -> str:
+    """``1 key differs``, ``2 keys differ``: the one wording of a count of differing keys."""
+    return f"{counted(n, 'key')} {'differs' if n == 1 else 'differ'}"
+
+
+def tally(changes: Sequence[Change], against: str = "") -> str:
+    """The closing line: how many keys differ (``against`` what, when said), by kind."""
     kinds = ("added", "removed", "renamed", "changed")
     counts = {kind: sum(c.kind == kind for c in changes) for kind in kinds}
-    differ = f"{counted(len(changes), 'key')} {'differs' if len(changes) == 1 else 'differ'}"
-    lines.append(
-        f"{differ}: {counts['added']} added, {counts['removed']} removed, "
+    return (
+        f"{key_count(len(changes))}{against}: {counts['added']} added, {counts['removed']} removed, "
         + (f"{counts['renamed']} renamed, " if counts["renamed"] else "") + f"{counts['changed']} changed"
     )
+
+
+# --- against stock verl ---------------------------------------------------------------------------
+
+
+def stock_side(engine: str, release: str) -> Side:
+    """verl's own defaults for ``engine`` and ``release``, as verl_roles composes them."""
+    overrides = [f"{ENGINE_KEY}={engine}", releases.choice(release)]
+    return Side("stock", CommandLine.parse(overrides, flags=CONFIG_FLAGS))
+
+
+def render_stock(launch: Side, engine: str, release: str, changes: Sequence[Change],
+                 resolved: Mapping[str, object]) -> str:
+    """The report of ``diff --stock``: each key this launch changes from stock verl, marked where verl
+    has no such key; then what is not listed and why."""
+    lines = [f"stock: verl {release}'s defaults under {ENGINE_KEY}={engine}",
+             f"launch: {launch.describe()}"]
+    for change in changes:
+        line = change.render()
+        if not releases.has_key(release, change.key):
+            line += f"  (verl {release} has no such key)"
+        lines.append(line)
+    against = f" from stock verl {release}"
+    lines.append(tally(changes, against) if changes else f"same: no key differs{against}")
+    keys = [".".join(path) for path, _ in leaves(resolved)]
+    on_purpose = sum(deliberate(key, engine) for key in keys)
+    ours = sum(not releases.has_key(release, key) for key in keys)
+    lines.append(
+        f"not listed: {counted(on_purpose, 'key')} every verl_roles config sets apart from verl on purpose "
+        "(reasons: verl_roles/verl_differences.py)"
+    )
+    lines.append(f"  and {counted(ours, 'key')} of verl_roles' own layer (the engine baseline, ...) this "
+                 "launch leaves as they are")
     return "\n".join(lines)
+
+
+def _diff_stock(args: list[str]) -> int:
+    if "--" in args:
+        raise _usage_error(
+            f"{STOCK_FLAG} compares one config with stock verl: drop the `--` and give that config's "
+            f"overrides, e.g. `verl-roles diff {STOCK_FLAG} model_engine=megatron`"
+        )
+    launch = parse_side("launch", args)
+    resolved = compose_side(launch)
+    engine = str(resolved.get(ENGINE_KEY) or DEFAULT_ENGINE)
+    release = releases.release_of(resolved)
+    stock = compose_side(stock_side(engine, release))
+    changes = compare(stock, resolved)
+    say(render_stock(launch, engine, release, changes, resolved))
+    return EXIT_DIFFERENT if changes else EXIT_SAME
 
 
 def _diff(invocation: Invocation) -> int:
     args = list(invocation.args)
+    if STOCK_FLAG in args:
+        return _diff_stock([arg for arg in args if arg != STOCK_FLAG])
     if "--" not in args:
         raise _usage_error(
-            "separate the overrides of A and B with `--`, e.g. `verl-roles diff -- model_engine=megatron`"
+            "separate the overrides of A and B with `--`, e.g. `verl-roles diff -- model_engine=megatron`, "
+            f"or compare one config with stock verl: `verl-roles diff {STOCK_FLAG} OVERRIDES`"
         )
     if args.count("--") > 1:
         raise _usage_error(
@@ -198,19 +271,27 @@ def renames(old: str, new: str) -> dict[str, str]:
 
 COMMAND = Command(
     name="diff",
-    summary="the resolved keys that differ between two compositions: diff [A] -- [B]",
+    summary="the resolved keys that differ between two compositions (diff [A] -- [B]), or from stock verl "
+    "(diff --stock [overrides])",
     action=_diff,
     # Each side reads its own flags (--config-name, --config-dir) and overrides.
     words=Words.OWN,
+    flags=(STOCK,),
     passes=CONFIG_FLAGS,
-    usage=("[--config-name NAME] [--config-dir DIR] [A overrides...] -- [B: the same]",),
+    usage=(
+        "[--config-name NAME] [--config-dir DIR] [A overrides...] -- [B: the same]",
+        f"{STOCK_FLAG} [--config-name NAME] [--config-dir DIR] [overrides...]",
+    ),
     about="""\
 Compose config A and config B (Hydra overrides; an empty side is the default config) and print
 every resolved key whose value differs: `added` (only in B), `removed` (only in A), `changed`
 (A -> B), `renamed` (a key B's verl release spells another way). A side that only chooses a verl release
 takes the other side's overrides: `verl-roles diff verl_version=0.8.0 -- verl_version=0.9.1 OVERRIDES`
-lists what that verl upgrade changes in that config. Exit code 0 when they are the same, 1 when they
-differ, 2 on an error.""",
+lists what that verl upgrade changes in that config.
+With --stock, compare one config with verl's own defaults for the same engine and verl release: every
+key whose value this launch changes from stock verl (`changed`), adds (`added`) or removes (`removed`),
+marked where verl has no such key (verl_roles' engine baseline, a `+` key). Exit code 0 when they are
+the same, 1 when they differ, 2 on an error.""",
     passes_note="--config-name and --config-dir may be given on either side, for that side.",
     examples=(
         "verl-roles diff -- model_engine=megatron",
@@ -218,6 +299,7 @@ differ, 2 on an error.""",
         "megatron.tensor_model_parallel_size=2",
         "verl-roles diff model_engine=megatron -- --config-name ppo_megatron_trainer",
         "verl-roles diff verl_version=0.8.0 -- verl_version=0.9.1 model_engine=megatron",
+        f"verl-roles diff {STOCK_FLAG} model_engine=megatron actor_rollout_ref.actor.optim.lr=3e-6",
     ),
 )
 

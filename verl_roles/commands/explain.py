@@ -35,7 +35,7 @@ from verl_roles.errors import ConfigError, Problem, counted, unknown_key
 from verl_roles.flags import CONFIG_FLAGS
 from verl_roles.flat_lora import FlatLoraReport
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
-from verl_roles.legacy import LegacyReport, read_command_line
+from verl_roles.legacy import LegacyReport, old_key_label, read_command_line
 from verl_roles.omegaconf_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 from verl_roles.pipeline import StepInputs, StepReport, finalize
@@ -269,10 +269,11 @@ class _Pipeline:
                 old, new, where = move.old_key, move.new_key, self._file_setting(move.old_key)
                 if move.dropped:
                     # The command line sets the new key: the file's legacy value is dropped, not moved.
-                    events.append(_Event(report.step, (old,), f"legacy key {old}{where} dropped: the command "
-                                         f"line sets {new}"))
+                    events.append(_Event(report.step, (old,), f"{old_key_label(old)} {old}{where} dropped: "
+                                         f"the command line sets {new}"))
                 else:
-                    events.append(_Event(report.step, (old, new), f"legacy key {old} -> {new}{where}"))
+                    label = old_key_label(old)
+                    events.append(_Event(report.step, (old, new), f"{label} {old} -> {new}{where}"))
             return events
         if isinstance(report, SequenceParallelReport):
             return [
@@ -432,7 +433,8 @@ def _command_line_steps(key: str, command: CommandLine, aliases: dict[str, str])
         typed = override.text
         source = f"command line `{typed}`"
         if typed in aliases:
-            source = f"command line `{aliases[typed]}` (legacy key, read as `{typed}`)"
+            label = old_key_label(aliases[typed].partition("=")[0].lstrip("+~"))
+            source = f"command line `{aliases[typed]}` ({label}, read as `{typed}`)"
         if override.is_sweep:
             steps.append(Step(f"{source} (a sweep)", override.value()))
             continue

@@ -125,7 +125,7 @@ def not_installed(python: str, probe: VerlProbe | None) -> ConfigError:
         key="verl",
         message=f"is not installed for {where}, and `verl-roles launch` trains with verl's trainer; nothing "
         "was written and nothing was started",
-        fix=releases.install_hint(),
+        fix=releases.install_hint(python=python),
     )])
 
 
@@ -138,7 +138,7 @@ def installed_release(python: str, version: str | None) -> str:
         key="verl",
         message=f"{python} has {installed}, and verl_roles writes configs for verl "
         f"{', '.join(releases.supported())} only; nothing was written and nothing was started",
-        fix=releases.install_hint(),
+        fix=releases.install_hint(python=python),
     )])
 
 
@@ -156,7 +156,7 @@ def for_release(overrides: list[str], release: str, python: str) -> list[str]:
             "release and trained on another; nothing was written and nothing was started",
             origin=f"the command line override `{releases.choice(chosen)}`",
             fix=f"drop `{releases.choice(chosen)}` (launch then writes the config for verl {release}), or "
-            f"{releases.install_hint(chosen)}",
+            f"{releases.install_hint(chosen, python)}",
         )])
     return overrides
 
@@ -176,7 +176,7 @@ def written_for(run_dir: Path, release: str, python: str) -> None:
             message=f"of {run_dir / 'resolved.yaml'} is {written}, but {python} has verl {release}; nothing "
             "was started",
             fix=f"compose the run again with {releases.choice(release)} (or let launch compose it), or "
-            f"{releases.install_hint(str(written))}",
+            f"{releases.install_hint(str(written), python)}",
         )])
 
 
@@ -215,15 +215,17 @@ def exit_code_of(returncode: int) -> int:
 
 def _launch(invocation: Invocation) -> int:
     options = options_of(invocation)
+    if options.run_dir is not None:
+        from verl_roles.planning import check_written_run
+
+        # The folder first (a sweep's own folder, a folder of no run): no verl needed to say so.
+        check_written_run(options.run_dir)
     probe = probe_verl(options.verl_python)
     if probe is None or not probe.found:
         raise not_installed(options.verl_python, probe)
     release = installed_release(options.verl_python, probe.version)
     if options.run_dir is not None:
-        from verl_roles.planning import check_written_run
-
         run_dir = options.run_dir
-        check_written_run(run_dir)
         written_for(run_dir, release, options.verl_python)
         workdir = composed_in(run_dir)
     else:

@@ -27,7 +27,7 @@ from verl_roles.errors import ConfigError, Problem, counted
 from verl_roles.flags import REQUIRED, FlagSpec
 from verl_roles.layout import PRIMARY_CONFIG
 from verl_roles.legacy import LEGACY_CONFIG_NAMES
-from verl_roles.notices import ConfigDeprecationWarning
+from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning
 from verl_roles.run_files import to_yaml
 from verl_roles.write_protocol import signals_raise, unwritable, write_user_file
 
@@ -135,6 +135,7 @@ def compose_quietly(composition: Composition) -> DictConfig:
     """Compose ``composition`` without the deprecation warning a pinned legacy name would print."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConfigDeprecationWarning)
+        warnings.simplefilter("ignore", ConfigTranslationWarning)
         return compose(composition.overrides, composition.config_name)
 
 
