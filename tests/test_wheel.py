@@ -184,3 +184,18 @@ def _site_dist_info() -> Path:
     if not found:
         pytest.skip("verl_roles is not installed in this Python")
     return found[0]
+
+
+def test_every_package_of_the_source_tree_is_in_the_wheel():
+    # pyproject.toml lists the packages by name (see its [tool.setuptools] comment); a package added to
+    # the tree but not to the list would be missing from every installed copy.
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(project["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(REPO).parts)
+        for init in (REPO / "verl_roles").rglob("__init__.py")
+        if "conf" not in init.relative_to(REPO).parts
+    }
+    assert found - listed == set(), f"packages missing from pyproject.toml: {sorted(found - listed)}"
