@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import verl_roles
 from verl_roles.layout import ENGINE_ALIASES, ENGINES
-from verl_roles.slime import SLIME_KEYS
+from verl_roles.slime.names import SLIME_KEYS
 
 # --- the real key set -------------------------------------------------------------------------------
 

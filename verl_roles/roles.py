@@ -27,13 +27,14 @@ from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from verl_roles import paths, slime
+from verl_roles import paths
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, TOPOLOGY_SETTING, engine
 from verl_roles.notices import warn
 from verl_roles.rules.values import critic_in_use
-from verl_roles.slime import SLIME_PATH_KEY
+from verl_roles.slime.names import RESOURCE_KEYS, SLIME_PATH_KEY
+from verl_roles.slime.read import RoleEntry, read_slime_file, role_assignments
 
 # The one command-line key under `critic` that is a switch, not a critic override.
 CRITIC_SWITCH = "critic.enable"
@@ -171,7 +172,8 @@ def _check_misplaced_role_node(cfg: DictConfig, sources: RoleSources) -> None:
     raise ConfigError(problems)
 
 
-def _read_slime(cfg: DictConfig, path: Any) -> list[slime.RoleEntry]:
+def _read_slime(cfg: DictConfig, path: Any) -> list[RoleEntry]:
+    """The checked entries of the slime file at ``path``; its warnings (what nothing reads) are told."""
     if not isinstance(path, str) or not path.strip():
         raise ConfigError(
             [
@@ -196,7 +198,10 @@ def _read_slime(cfg: DictConfig, path: Any) -> list[slime.RoleEntry]:
                 )
             ]
         )
-    return slime.read_slime_file(path)
+    file = read_slime_file(path)
+    for note in file.notes:
+        warn(note)
+    return file.entries
 
 
 def _origin(sources: RoleSources, role: str, key: str) -> str:
@@ -220,7 +225,7 @@ def _drop_role_resources(cfg: DictConfig, sources: RoleSources) -> tuple[Dropped
     for role in ROLE_GROUPS:
         section = ROLE_SECTIONS[role]
         node = OmegaConf.select(cfg, section)
-        found = [key for key in slime.RESOURCE_KEYS if key in node]
+        found = [key for key in RESOURCE_KEYS if key in node]
         if not found:
             continue
         dropped += [DroppedResource(f"{section}.{key}", node[key]) for key in found]
@@ -244,10 +249,10 @@ def _cli_key_covering(sources: RoleSources, path: str) -> str | None:
 
 
 def _apply_slime(
-    cfg: DictConfig, path: str, entries: Sequence[slime.RoleEntry], sources: RoleSources
+    cfg: DictConfig, path: str, entries: Sequence[RoleEntry], sources: RoleSources
 ) -> tuple[SlimeValue, ...]:
     values: list[SlimeValue] = []
-    for entry, name, target, value in slime.role_assignments(entries):
+    for entry, name, target, value in role_assignments(entries):
         covering = _cli_key_covering(sources, target)
         if covering is not None:
             warn(
@@ -269,7 +274,7 @@ def critic_off_reason(cfg: DictConfig) -> str:
 
 
 def _ignored_critic_overrides(
-    cfg: DictConfig, path: str | None, entries: Sequence[slime.RoleEntry], sources: RoleSources
+    cfg: DictConfig, path: str | None, entries: Sequence[RoleEntry], sources: RoleSources
 ) -> Iterable[str]:
     """What the user set for a critic that does not run (verl's need_critic: ``critic.enable``, else
     only the GAE estimator): the command-line keys, the role options, the slime file's critic entry."""

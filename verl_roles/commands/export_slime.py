@@ -30,9 +30,7 @@ from verl_roles.errors import ConfigError, Problem
 from verl_roles.flags import CONFIG_FLAGS, NO_VALUE, REQUIRED, FlagSpec
 from verl_roles.layout import (
     ENGINE_KEY,
-    OPTIM_BLOCK,
     ROLE_GROUPS,
-    ROLE_SECTIONS,
     SLIME_ENGINE,
     SLIME_ROLES,
     engine,
@@ -40,7 +38,8 @@ from verl_roles.layout import (
 from verl_roles.notices import warn
 from verl_roles.role_table import cell
 from verl_roles.rules.values import critic_in_use
-from verl_roles.slime import SLIME_PATH_KEY, role_differences, to_slime_yaml, verl_only_keys
+from verl_roles.slime.export import carried_by_a_file, role_differences, to_slime_yaml, verl_only_keys
+from verl_roles.slime.names import SLIME_PATH_KEY
 from verl_roles.write_protocol import signals_raise, write_user_file
 
 OUTPUT = FlagSpec(("--output", "-o"), REQUIRED, value_name="a file name", metavar="FILE",
@@ -83,15 +82,11 @@ these are an error and nothing is written.""",
 
 
 def _carried_by_the_file(override: Override) -> bool:
-    """An override whose effect the exported file carries: a key of the actor's or the critic's engine
-    or optimizer block, a role option, or a slime file already named."""
+    """An override whose effect the exported file carries: a role option, or a key the file holds (see
+    :func:`verl_roles.slime.export.carried_by_a_file`)."""
     if override.is_group:
         return override.key in ROLE_GROUPS.values()
-    names = (SLIME_ENGINE.role_block, OPTIM_BLOCK)
-    blocks = [f"{ROLE_SECTIONS[role]}.{block}" for role in SLIME_ROLES for block in names]
-    return override.key == SLIME_PATH_KEY or any(
-        override.key == block or override.key.startswith(block + ".") for block in blocks
-    )
+    return carried_by_a_file(override.key)
 
 
 def baseline_command(command: CommandLine) -> CommandLine:

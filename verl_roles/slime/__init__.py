@@ -1,0 +1,11 @@
+"""slime's per-role Megatron YAML (``--megatron-config-path``), one module per job, imports pointing one
+way (each imports only those listed before it):
+
+- :mod:`.names`: the one table of slime/Megatron argparse names and the verl_roles keys they set, and
+  the file-format constants;
+- :mod:`.coerce`: converting a value read from a file to the type of the key it sets;
+- :mod:`.read`: reading and checking a file into per-role values (the roles step applies them);
+- :mod:`.export`: the per-role differences of a composed config, written under slime's names
+  (``verl-roles export-slime``);
+- :mod:`.doc`: the tables of docs/slime.md, rendered from :mod:`.names`.
+"""
