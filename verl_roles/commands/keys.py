@@ -153,7 +153,9 @@ def listing(command: CommandLine, patterns: Sequence[str]) -> str:
     config order (every entry without a pattern)."""
     entries = key_entries(command)
     if patterns:
-        chosen = [e for e in entries if any(_selects(e, p, entries) for p in patterns)]
+        # Whether a plain word names a key is a question about every entry: asked once per pattern.
+        named = {p: _names_a_key(p, entries) for p in patterns if not is_glob(p)}
+        chosen = [e for e in entries if any(_selects(e, p, named.get(p, True)) for p in patterns)]
         if not chosen:
             raise no_match(" ".join(patterns), [e.key for e in entries], patterns,
                            "a plain word that is no key searches the names and comments; an engine's keys "
@@ -162,10 +164,11 @@ def listing(command: CommandLine, patterns: Sequence[str]) -> str:
     return "".join(entry.render() + "\n" for entry in entries)
 
 
-def _selects(entry: KeyEntry, pattern: str, entries: Sequence[KeyEntry]) -> bool:
-    """A GLOB, or a key or section named in full, matches the key (and those under it); any other plain
-    word is a search: the key's name or its comment holds it (case does not matter)."""
-    if is_glob(pattern) or _names_a_key(pattern, entries):
+def _selects(entry: KeyEntry, pattern: str, names_a_key: bool) -> bool:
+    """A GLOB, or a key or section named in full (``names_a_key``), matches the key (and those under
+    it); any other plain word is a search: the key's name or its comment holds it (case does not
+    matter)."""
+    if names_a_key:
         return matches(entry.key, pattern)
     word = pattern.casefold()
     return word in entry.key.casefold() or word in entry.comment.casefold()
