@@ -13,6 +13,7 @@ final values.
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from verl_roles.errors import ConfigError
 from verl_roles.key_docs import MountedFile, key_comments
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.legacy import read_command_line
+from verl_roles.omegaconf_adapter.nodes import resolve_in_place
 from verl_roles.pipeline import check_composition
 from verl_roles.releases import release_of
 from verl_roles.role_table import cell
@@ -101,6 +103,7 @@ def key_entries(command: CommandLine) -> list[KeyEntry]:
     comments = key_comments(_mounted(files, command.tree))
     types = declared_types(str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE)), release_of(cfg))
     container = OmegaConf.to_container(cfg, resolve=False)
+    resolved = _resolved_copy(cfg)
     entries = []
     for path, raw in paths.leaves(container):
         key = paths.dotted(path)
@@ -110,7 +113,7 @@ def key_entries(command: CommandLine) -> list[KeyEntry]:
                 key=key,
                 type=declared.text if declared is not None else _type_name(raw),
                 raw=raw,
-                resolved=_resolved(cfg, key),
+                resolved=_resolved(cfg if resolved is None else resolved, key),
                 comment=comments.get(key, ""),
             )
         )
@@ -136,6 +139,16 @@ def _type_name(value: object) -> str:
     return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict"}.get(
         type(value), type(value).__name__
     )
+
+
+def _resolved_copy(cfg: DictConfig) -> DictConfig | None:
+    """A copy of ``cfg`` with every interpolation resolved at once, as the pipeline resolves (plain
+    references copied without OmegaConf's grammar, ~10x faster than selecting each key), or None when
+    one cannot resolve yet (each key is then resolved on its own, and such a one shows as written)."""
+    try:
+        return resolve_in_place(copy.deepcopy(cfg))
+    except Exception:  # noqa: BLE001 - any failure: the per-key way below says which keys resolve
+        return None
 
 
 def _resolved(cfg: DictConfig, key: str) -> object:
