@@ -182,3 +182,17 @@ def verl_python() -> tuple[str | None, str]:
         f'`pip install "verl_roles[{releases.extra(releases.DEFAULT_RELEASE)}]"` '
         "in a separate venv; .ci/run does this for each) to run this suite"
     )
+
+
+# Modules whose tests start real processes (signals, launchers, pip, shell scripts, bash completion):
+# scheduled first, so that pytest-xdist's workers end on the many short tests instead of one waiting
+# for the other's long one. Only the order changes; each test still runs on its own.
+SLOW_FIRST = (
+    "test_run_dirs.py", "test_wheel.py", "test_sweep.py", "test_snapshots.py", "test_finding_keys.py",
+    "test_readme.py", "test_check_sweep.py", "test_main_cli.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))

@@ -85,6 +85,22 @@ def test_no_global_hydra_state_and_caller_state_kept():
 
 
 
+def test_a_new_config_dir_reuses_the_shipped_files_and_composes_as_read_afresh(tmp_path):
+    """Each --config-dir is a set of sources of its own; the shipped files it reads are parsed once per
+    process for every set. What it composes equals a composition read with every cache empty, its own
+    files included."""
+    from verl_roles.hydra_adapter.caches import clear_caches
+
+    write(tmp_path / "role/critic/slow.yaml", "# @package critic\noptim:\n  lr: 3.0e-06\n")
+    overrides = ["model_engine=megatron", "role/critic=slow"]
+    verl_roles.compose(["model_engine=megatron"])  # the shipped files, parsed for another set of sources
+    warm = verl_roles.compose(overrides, config_dir=str(tmp_path))
+    clear_caches()
+    cold = verl_roles.compose(overrides, config_dir=str(tmp_path))
+    assert to_yaml(warm) == to_yaml(cold)
+    assert warm.critic.optim.lr == 3.0e-06
+
+
 def test_a_changed_config_file_is_read_again(tmp_path):
     extra = tmp_path / "extra" / "note.yaml"
     overrides = [f"hydra.searchpath=[file://{tmp_path}]", "+extra@trainer.extra=note"]

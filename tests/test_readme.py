@@ -30,6 +30,11 @@ CANNOT_RUN = {
     "launch": "starts verl's trainer (tests/test_launch.py covers the command with a stand-in trainer)",
 }
 
+# Sweep lines of a parallel or cluster-style launcher that tests/test_sweep.py runs, exactly as written
+# here, and compares byte for byte with the basic launcher's outputs (what the README promises of them):
+# running them here as well would start the same launcher twice for the same check.
+LAUNCHER_LINES_RUN_BY_TEST_SWEEP = ("joblib", "submitit_local")
+
 # Flags that configure Hydra's logging for the whole process: such examples run as a subprocess.
 SUBPROCESS_FLAGS = {
     "--info", "-i", "--cfg", "-c", "--help", "-h", "--hydra-help", "-sc", "--shell-completion",
@@ -197,6 +202,9 @@ def test_readme_example_runs_as_documented(example: Example, tmp_path, monkeypat
     for needed, reason in CANNOT_RUN.items():
         if needed in example.args:
             pytest.skip(reason)
+    for launcher in LAUNCHER_LINES_RUN_BY_TEST_SWEEP:
+        if f"hydra/launcher={launcher}" in example.args:
+            pytest.skip(f"run by tests/test_sweep.py::test_{launcher}_launcher_gives_the_same_outputs")
     for name, content in example_files().items():
         write(tmp_path / name, content)
     monkeypatch.chdir(tmp_path)

@@ -111,13 +111,19 @@ def test_an_empty_folder_is_used(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert run_files(empty) == RUN_FILES
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C as a terminal delivers it: a shell that started the suite in the background (`pytest &`)
+    leaves SIGINT ignored, and a child inheriting that would never see the signal under test."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _paused(out: Path, point: str, *extra: str) -> subprocess.Popen[str]:
     """A run into ``out`` that stops at ``point`` of its writes (it says so on stderr)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "verl_roles.main", f"hydra.run.dir={out}", "trainer.project_name=new", *extra],
         cwd=out.parent, env={**cli_env(), PAUSE_ENV: point},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True,
+        text=True, preexec_fn=_as_in_a_terminal,
     )
     line = process.stderr.readline()
     while line and "paused at" not in line:

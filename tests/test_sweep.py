@@ -203,22 +203,42 @@ def assert_same_sweep(expected: Path, actual: Path) -> None:
     assert any(run_files(expected / row["job"]) for row in rows)
 
 
-# Two jobs, each its own experiment name.
-LAUNCHER_GRID = ["model_engine=megatron", "critic.optim.lr=1e-5,3e-5"]
+def readme_launcher_line(launcher: str) -> tuple[list[str], list[str]]:
+    """The README's sweep line for ``hydra/launcher=LAUNCHER``, split into (launcher arguments, grid).
+    The line is run here, against the basic launcher on its grid, rather than in tests/test_readme.py
+    (which checks that every such line is run here): one launcher start-up serves both."""
+    from test_readme import EXAMPLES, LAUNCHER_LINES_RUN_BY_TEST_SWEEP
+
+    assert launcher in LAUNCHER_LINES_RUN_BY_TEST_SWEEP
+    wanted = f"hydra/launcher={launcher}"
+    lines = [e for e in EXAMPLES if e.program == "main" and wanted in e.args]
+    assert len(lines) == 1, f"README has {len(lines)} lines with {wanted}"
+    args = [a for a in lines[0].args if a not in ("-m", "--multirun")]
+    launcher_args = [a for a in args if a.startswith(("hydra/launcher=", "hydra.launcher."))]
+    grid = [a for a in args if a not in launcher_args]
+    assert any("," in a for a in grid), lines[0].text
+    return launcher_args, grid
+
+
+def launched_like_the_basic_launcher(tmp_path: Path, capsys, launcher: str) -> None:
+    """The README's line for ``launcher`` exits 0 without a traceback, and writes the same files and
+    summary as the basic launcher on the same grid."""
+    launcher_args, grid = readme_launcher_line(launcher)
+    assert sweep(tmp_path / "basic", *grid)[0] == 0, capsys.readouterr().err
+    code, _ = sweep(tmp_path / launcher, *grid, launcher=launcher_args)
+    output = capsys.readouterr()
+    assert code == 0, output.err
+    assert "Traceback" not in output.out + output.err, output.err
+    assert_same_sweep(tmp_path / "basic" / "sweep", tmp_path / launcher / "sweep")
 
 
 @pytest.mark.skipif(plugin_missing("hydra_plugins.hydra_joblib_launcher"), reason="needs the joblib extra")
-def test_joblib_launcher_gives_the_same_outputs(tmp_path):
-    assert sweep(tmp_path / "basic", *LAUNCHER_GRID)[0] == 0
-    launcher = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
-    assert sweep(tmp_path / "joblib", *LAUNCHER_GRID, launcher=launcher)[0] == 0
-    assert_same_sweep(tmp_path / "basic" / "sweep", tmp_path / "joblib" / "sweep")
+def test_joblib_launcher_gives_the_same_outputs(tmp_path, capsys):
+    launched_like_the_basic_launcher(tmp_path, capsys, "joblib")
 
 
 @pytest.mark.skipif(
     plugin_missing("hydra_plugins.hydra_submitit_launcher"), reason="needs the submitit extra"
 )
-def test_submitit_local_launcher_gives_the_same_outputs(tmp_path):
-    assert sweep(tmp_path / "basic", *LAUNCHER_GRID)[0] == 0
-    assert sweep(tmp_path / "submitit", *LAUNCHER_GRID, launcher=["hydra/launcher=submitit_local"])[0] == 0
-    assert_same_sweep(tmp_path / "basic" / "sweep", tmp_path / "submitit" / "sweep")
+def test_submitit_local_launcher_gives_the_same_outputs(tmp_path, capsys):
+    launched_like_the_basic_launcher(tmp_path, capsys, "submitit_local")

@@ -13,6 +13,7 @@ final values.
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from verl_roles.flags import CONFIG_FLAGS
 from verl_roles.key_docs import MountedFile, key_comments
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.legacy import read_command_line
+from verl_roles.omegaconf_adapter.nodes import resolve_in_place
 from verl_roles.pipeline import check_composition
 from verl_roles.releases import release_of
 from verl_roles.role_table import cell
@@ -102,6 +104,7 @@ def key_entries(command: CommandLine) -> list[KeyEntry]:
     comments = key_comments(_mounted(files, command.tree))
     types = declared_types(str(cfg.get(ENGINE_KEY, DEFAULT_ENGINE)), release_of(cfg))
     container = OmegaConf.to_container(cfg, resolve=False)
+    resolved = _resolved_copy(cfg)
     entries = []
     for path, raw in paths.leaves(container):
         key = paths.dotted(path)
@@ -111,7 +114,7 @@ def key_entries(command: CommandLine) -> list[KeyEntry]:
                 key=key,
                 type=declared.text if declared is not None else _type_name(raw),
                 raw=raw,
-                resolved=_resolved(cfg, key),
+                resolved=_resolved(cfg if resolved is None else resolved, key),
                 comment=comments.get(key, ""),
             )
         )
@@ -139,6 +142,16 @@ def _type_name(value: object) -> str:
     )
 
 
+def _resolved_copy(cfg: DictConfig) -> DictConfig | None:
+    """A copy of ``cfg`` with every interpolation resolved at once, as the pipeline resolves (plain
+    references copied without OmegaConf's grammar, ~10x faster than selecting each key), or None when
+    one cannot resolve yet (each key is then resolved on its own, and such a one shows as written)."""
+    try:
+        return resolve_in_place(copy.deepcopy(cfg))
+    except Exception:  # noqa: BLE001 - any failure: the per-key way below says which keys resolve
+        return None
+
+
 def _resolved(cfg: DictConfig, key: str) -> object:
     try:
         value = OmegaConf.select(cfg, key, throw_on_missing=False)
@@ -154,7 +167,9 @@ def listing(command: CommandLine, patterns: Sequence[str]) -> str:
     config order (every entry without a pattern)."""
     entries = key_entries(command)
     if patterns:
-        chosen = [e for e in entries if any(_selects(e, p, entries) for p in patterns)]
+        # Whether a plain word names a key is a question about every entry: asked once per pattern.
+        named = {p: _names_a_key(p, entries) for p in patterns if not is_glob(p)}
+        chosen = [e for e in entries if any(_selects(e, p, named.get(p, True)) for p in patterns)]
         if not chosen:
             raise no_match(" ".join(patterns), [e.key for e in entries], patterns,
                            "a plain word that is no key searches the names and comments; an engine's keys "
@@ -163,10 +178,11 @@ def listing(command: CommandLine, patterns: Sequence[str]) -> str:
     return "".join(entry.render() + "\n" for entry in entries)
 
 
-def _selects(entry: KeyEntry, pattern: str, entries: Sequence[KeyEntry]) -> bool:
-    """A GLOB, or a key or section named in full, matches the key (and those under it); any other plain
-    word is a search: the key's name or its comment holds it (case does not matter)."""
-    if is_glob(pattern) or _names_a_key(pattern, entries):
+def _selects(entry: KeyEntry, pattern: str, names_a_key: bool) -> bool:
+    """A GLOB, or a key or section named in full (``names_a_key``), matches the key (and those under
+    it); any other plain word is a search: the key's name or its comment holds it (case does not
+    matter)."""
+    if names_a_key:
         return matches(entry.key, pattern)
     word = pattern.casefold()
     return word in entry.key.casefold() or word in entry.comment.casefold()

@@ -6,8 +6,10 @@ Hydra's two file-backed ones:
 - ``pkg://`` (Hydra's own configs, a plugin's): parsed with :func:`load_yaml` (PyYAML's C parser in
   OmegaConf's dialect), each file once per version of it, shared by every set of sources;
 - ``file://`` (the shipped ``conf/`` tree, a ``--config-dir``, every ``hydra.searchpath`` folder): a
-  file outside the shipped tree is a user's file, whatever entry named it: its kind, size and encoding
-  are checked before it is read (:mod:`verl_roles.limits`), its shape before it is merged
+  file of the shipped tree is parsed once per version of it, shared by every set of sources like a
+  ``pkg://`` file (so a new ``--config-dir`` does not parse the shipped tree again); a file outside it
+  is a user's file, whatever entry named it, read afresh for each set: its kind, size and encoding are
+  checked before it is read (:mod:`verl_roles.limits`), its shape before it is merged
   (:mod:`verl_roles.containment`).
 
 What a composition may contain once merged is the gate's question (:mod:`verl_roles.gate`), asked by
@@ -19,6 +21,7 @@ from __future__ import annotations
 import copy
 import os
 import pickle
+from pathlib import Path
 from typing import Any
 
 from hydra._internal.core_plugins.file_config_source import FileConfigSource
@@ -32,9 +35,10 @@ from verl_roles.errors import ConfigError, Problem
 from verl_roles.limits import read_config_file
 from verl_roles.omegaconf_adapter.yaml_dialect import header_line, key_lines, load_plain, load_yaml, to_config
 
-# The shipped tree's files as parsed, by (file, modification time, size), pickled: shared by every set
-# of config sources (each new --config-dir is a set of its own, whose caches start empty), and each
-# reader gets its own copy (a composition adopts the nodes it is given).
+# The shipped files as parsed (Hydra's and plugins' pkg:// configs, and our conf/ tree however a search
+# path names it), by (file, modification time, size), pickled: shared by every set of config sources
+# (each new --config-dir is a set of its own, whose caches start empty), and each reader gets its own
+# copy (a composition adopts the nodes it is given). A user's files are never kept here.
 _PACKAGE_FILES: dict[tuple[str, int, int], tuple[bytes, dict[str, str | None]]] = {}
 
 
@@ -114,16 +118,27 @@ class _FileSource(_Lookups, FileConfigSource):
             raise ConfigLoadError(f"Config not found : {full_path}")
         # A user's file: its kind, size and encoding are checked before it is parsed (verl_roles.limits),
         # and its shape before it is merged (verl_roles.containment). The shipped tree is ours.
-        text = read_config_file(full_path, key=full_path)
-        header = _header(text, full_path)
-        data = load_plain(text, full_path)
-        if not self.shipped:
-            _check_user_file(config_path, full_path, text, header, data)
+        shipped = self.shipped
+        stamp = _file_stamp(Path(full_path)) if shipped else None
+        parsed = _PACKAGE_FILES.get(stamp) if stamp is not None else None
+        if parsed is not None:
+            frozen, header = parsed
+            config = thaw(frozen)
+        else:
+            text = read_config_file(full_path, key=full_path)
+            header = _header(text, full_path)
+            data = load_plain(text, full_path)
+            if not shipped:
+                _check_user_file(config_path, full_path, text, header, data)
+            config = to_config(data, full_path)
+            frozen = freeze(config) if stamp is not None else None
+            if stamp is not None and isinstance(frozen, bytes):
+                _PACKAGE_FILES[stamp] = (frozen, header)
         return ConfigResult(
-            config=to_config(data, full_path),
+            config=config,
             path=f"{self.scheme()}://{self.path}",
             provider=self.provider,
-            header=header,
+            header=dict(header),
         )
 
 
