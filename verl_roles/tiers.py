@@ -39,7 +39,7 @@ TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("composition", ("hydra_adapter",)),
-    ("api", ("api", "planning")),
+    ("api", ("api", "planning", "sweep_planning")),
     ("commands", ("cli", "commands", "main", "")),
 )
 

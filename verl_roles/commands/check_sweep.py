@@ -1,7 +1,7 @@
 """``verl-roles check-sweep [overrides...]``: every point of a sweep composed and validated in one process,
 before anything is launched; nothing is written.
 
-The check is the main job's own plan of the sweep (:func:`verl_roles.planning.plan_sweep`): the points
+The check is the main job's own plan of the sweep (:func:`verl_roles.sweep_planning.plan_sweep`): the points
 are the jobs ``python -m verl_roles.main -m`` would run with the same overrides (Hydra's basic sweeper
 order, so point ``#n`` is job ``n``), each composed, gated and validated exactly as the main job does
 it before it starts; the sweep's own config (Hydra's master config) is composed too; and where each job
@@ -19,8 +19,8 @@ from verl_roles.commands.shell import Command, Invocation
 from verl_roles.errors import counted
 from verl_roles.flags import CONFIG_FLAGS, MULTIRUN
 from verl_roles.legacy import read_command_line
-from verl_roles.planning import SweepPlan, plan_sweep
 from verl_roles.sweep_isolation import EXPERIMENT_NAME
+from verl_roles.sweep_planning import SweepPlan, plan_sweep
 from verl_roles.text_table import render_rows
 
 

@@ -52,17 +52,9 @@ from verl_roles.flags import (
 from verl_roles.installation import print_shadowing_notice
 from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.legacy import read_command_line
-from verl_roles.planning import (
-    Rendered,
-    RunPlan,
-    SweepPlan,
-    compose_run,
-    is_sweep,
-    multirun_by_config,
-    plan_run,
-    plan_sweep,
-)
+from verl_roles.planning import Rendered, RunPlan, compose_run, is_sweep, multirun_by_config, plan_run
 from verl_roles.run_files import RESOLVED
+from verl_roles.sweep_planning import SweepPlan, plan_sweep
 from verl_roles.write_protocol import (
     MARKER,
     RUN,

@@ -1,0 +1,328 @@
+"""Plan a sweep before anything exists: every job composed, gated and validated, its folder and its
+name decided (:mod:`verl_roles.sweep_isolation`), and what stops the sweep found before its first job.
+``verl-roles check-sweep`` is :func:`plan_sweep` without keeping the files; see :mod:`verl_roles.planning`
+for a single run and for how a job renders its own files."""
+
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from verl_roles import sweep_isolation
+from verl_roles.api import (
+    Served,
+    compose_sweep_job,
+    hydra_only,
+    pin,
+    split_hydra,
+)
+from verl_roles.cmdline import CommandLine
+from verl_roles.errors import ConfigError, Problem
+from verl_roles.legacy import read_command_line
+from verl_roles.notices import ConfigWarning
+from verl_roles.omegaconf_adapter.yaml_dialect import dump
+from verl_roles.planning import (
+    JOB_NAME,
+    JobSource,
+    Rendered,
+    checked,
+    compose_command,
+    output_subdir_of,
+    output_subdir_problems,
+    render,
+    render_job,
+)
+from verl_roles.sweep_grid import SweepPoint, sweep_points, swept_keys
+from verl_roles.write_protocol import write_atomic
+
+
+@dataclass
+class PlannedJob:
+    """One job of a planned sweep: its point, its folder (relative to the sweep folder), its planned
+    values, the pinned ``hydra`` node it is served, and (in the launching process only) what it writes."""
+
+    point: SweepPoint
+    subdir: str
+    assigned: tuple[tuple[str, str], ...]
+    hydra: bytes | DictConfig = field(repr=False)
+    packed: bytes | None = field(default=None, repr=False)
+    outputs: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def number(self) -> int:
+        return self.point.number
+
+
+@dataclass(frozen=True)
+class PointFailure:
+    """A sweep point that does not compose or validate: the point and its error."""
+
+    point: SweepPoint
+    error: ConfigError
+
+
+@dataclass
+class SweepPlan:
+    """A sweep: every job composed and validated (or the failures), its folder, each job's folder and
+    name, and what stops it before it starts (:attr:`problems`: shared folders or outputs)."""
+
+    command: CommandLine
+    keys: list[str]
+    hydra_overrides: tuple[str, ...] = ()
+    jobs: list[PlannedJob] = field(default_factory=list)
+    failures: list[PointFailure] = field(default_factory=list)
+    master_error: ConfigError | None = None
+    problems: list[Problem] = field(default_factory=list)
+    warnings: Counter[str] = field(default_factory=Counter)
+    target: Path | None = None
+    output_subdir: str | None = None
+    master: DictConfig | None = field(default=None, repr=False)
+    master_text: str = field(default="", repr=False)
+    # The basic sweeper's own sweeps (hydra.sweeper.params of the config), legacy keys read.
+    sweeper_params: dict[str, str] = field(default_factory=dict)
+    # How many points the grid has (all of them, also when the sweep's own config fails first).
+    points: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and self.master_error is None and not self.problems
+
+    def source(self, job: PlannedJob) -> JobSource:
+        return JobSource(self.command.config_name, self.command.config_dir_path(),
+                         (*self.hydra_overrides, *job.point.overrides), job.assigned)
+
+    def served(self, staging: Path) -> Served:
+        assert self.master is not None
+        master = pin(self.master, {"hydra.sweep.dir": str(staging), "hydra.output_subdir": None,
+                                   "hydra.sweeper.params": dict(self.sweeper_params) or None})
+        jobs = {job.point.overrides: (job.number, _with_sweep_dir(job.hydra, staging)) for job in self.jobs}
+        return Served(hydra=master, mode=RunMode.MULTIRUN, jobs=jobs)
+
+    def job(self, number: int) -> PlannedJob:
+        return next(job for job in self.jobs if job.number == number)
+
+    def for_worker(self) -> SweepPlan:
+        """This plan for a launcher's worker process: without what each job writes (it renders its own)."""
+        return replace(self, jobs=[replace(job, packed=None) for job in self.jobs], master_text="")
+
+    def write_multirun_file(self, staging: Path) -> None:
+        """Hydra's ``multirun.yaml`` (the sweep's own config), written again: Hydra saved what it was
+        served (the ``hydra`` node alone)."""
+        path = staging / "multirun.yaml"
+        if self.master_text and path.is_file():
+            write_atomic(path, self.master_text)
+
+    def rendered(self, job: PlannedJob) -> Rendered:
+        """What ``job`` writes: the plan's copy in the launching process, else rendered again here."""
+        if job.packed is not None:
+            return Rendered.unpack(job.packed)
+        return render_job(self.source(job), self.output_subdir)
+
+    def error(self, label: str = "sweep") -> ConfigError:
+        """The error a sweep that cannot run stops with (the table of failing points is printed first);
+        ``label`` names what stopped (the main job's sweep, or check-sweep)."""
+        if self.problems and not self.failures and self.master_error is None:
+            return ConfigError(self.problems)
+        # The sweep's own config failing stops it before any job: that is the error to read first.
+        first = self.master_error if self.master_error is not None else self.failures[0].error
+        what = ("the sweep's own config fails" if self.master_error is not None
+                else f"{len(self.failures)} of {self.points} sweep points fail")
+        return ConfigError([Problem(
+            key=label,
+            message=f"{what} (table above); nothing was launched or written",
+            fix=f"fix the failing values and run again; the first error in full: {first.render()}",
+        )])
+
+
+def _with_sweep_dir(hydra: bytes | DictConfig, staging: Path) -> bytes | DictConfig:
+    from verl_roles.hydra_adapter.sources import thaw
+
+    return pin(thaw(hydra), {"hydra.sweep.dir": str(staging)})
+
+
+def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
+    """Compose, gate and validate every point of the sweep ``command`` describes (legacy keys already
+    read), decide each job's folder and name, and check that no two jobs share a folder or an output
+    path; nothing is written. ``keep_files`` keeps what each job writes (the main job does; check-sweep
+    only checks). Warnings are gathered (each message once, with how many points gave it)."""
+    plan = SweepPlan(command, swept_keys(command), tuple(o.text for o in command.overrides if o.is_hydra))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConfigWarning)
+        try:
+            master = compose_command(command, command.texts(), RunMode.MULTIRUN)
+            plan.target = Path(os.path.abspath(str(OmegaConf.select(master, "hydra.sweep.dir"))))
+            grid, plan.sweeper_params = _grid(command, master)
+        except ConfigError as error:
+            plan.master_error = error
+            points = sweep_points(command)
+            plan.points = len(points)
+            _check_points_alone(plan, points)
+            return plan
+        plan.keys = swept_keys(grid)
+        points = sweep_points(grid)
+        plan.points = len(points)
+        plan.output_subdir = output_subdir_of(master)
+        plan.problems = _sweep_setting_problems(master, plan.output_subdir, len(points))
+        if plan.problems:
+            return plan
+        plan.master = hydra_only(master)
+        if keep_files:
+            plan.master_text = dump(OmegaConf.to_container(master, resolve=False, enum_to_str=True))
+        named = _names(plan, master, points)
+        names = sweep_isolation.assign_names([
+            sweep_isolation.JobOutputs(point.number, point.swept, {sweep_isolation.EXPERIMENT_NAME: name})
+            for point, name in named
+        ])
+        for point, _ in named:
+            _plan_job(plan, master, point, names.get(point.number), keep_files)
+    plan.warnings.update(str(w.message) for w in caught if issubclass(w.category, ConfigWarning))
+    plan.failures.sort(key=lambda f: f.point.number)
+    if not plan.failures:
+        outputs = [sweep_isolation.JobOutputs(job.number, job.point.swept, job.outputs) for job in plan.jobs]
+        plan.problems = _folder_problems(plan) + sweep_isolation.shared_output_problems(outputs)
+    return plan
+
+
+# The sweeper whose jobs verl_roles plans: Hydra's basic sweeper (a cartesian product of the overrides).
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+def _grid(command: CommandLine, master: DictConfig) -> tuple[CommandLine, dict[str, str]]:
+    """The command line the sweeper sweeps: the basic sweeper's ``hydra.sweeper.params`` of the config
+    (legacy keys read, as on the command line) before the command line's own overrides, as the sweeper
+    puts them; and those params as the sweeper is then handed them."""
+    params = OmegaConf.select(master, "hydra.sweeper.params", default=None)
+    if not params:
+        return command, {}
+    texts = [f"{key}={value}" for key, value in OmegaConf.to_container(params).items()]
+    read = read_command_line(CommandLine.of(texts, command.config_name, command.config_dir)).command
+    translated = {o.text.partition("=")[0]: o.text.partition("=")[2] for o in read.overrides}
+    grid = CommandLine.of([*read.texts(), *command.texts()], command.config_name, command.config_dir)
+    return grid, translated
+
+
+def _sweep_setting_problems(master: DictConfig, output_subdir: str | None, points: int) -> list[Problem]:
+    """What stops a sweep before any job whatever its jobs are: a sweeper whose jobs cannot be planned,
+    a batch size the sweeper refuses, Hydra's record in a folder of its own outside the job, no job."""
+    problems = output_subdir_problems(output_subdir)
+    sweeper = OmegaConf.select(master, "hydra.sweeper._target_", default=None)
+    if sweeper != BASIC_SWEEPER:
+        problems.append(Problem(
+            key="hydra/sweeper",
+            message=f"is {sweeper}, a sweeper that decides its jobs while it runs; verl_roles composes and "
+            "validates every job before the sweep starts, which needs the basic sweeper's grid",
+            fix="use the basic sweeper (the default: drop hydra/sweeper=...), with the values to try as "
+            "comma lists or range(...)",
+        ))
+    size = OmegaConf.select(master, "hydra.sweeper.max_batch_size", default=None)
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+        problems.append(Problem(
+            key="hydra.sweeper.max_batch_size", message="is how many jobs the sweeper launches at once",
+            value=size, show_value=True, expected="null (all at once) or an integer >= 1",
+            fix="set hydra.sweeper.max_batch_size=null or a positive number"))
+    if points == 0 and not problems:
+        problems.append(Problem(
+            key="sweep", message="has no job: a sweep in it lists no value (an empty range, say)",
+            fix="give every swept key at least one value, e.g. range(1,4) rather than range(3,1)"))
+    return problems
+
+
+def _check_points_alone(plan: SweepPlan, points: list[SweepPoint]) -> None:
+    """When the sweep's own config fails (no job would run), each point checked as a run of its own, so
+    the report says which points would fail too."""
+    for point in points:
+        source = JobSource(plan.command.config_name, plan.command.config_dir_path(),
+                           (*plan.hydra_overrides, *point.overrides))
+        try:
+            render_job(source, None)
+        except ConfigError as error:
+            plan.failures.append(PointFailure(point, error))
+
+
+def _names(plan: SweepPlan, master: DictConfig, points: list[SweepPoint]) -> list[tuple[SweepPoint, object]]:
+    """Every point composed as its job, and the experiment name it would have; failures recorded.
+
+    The compositions are not kept (a big sweep would hold them all at once): :func:`_plan_job` composes
+    each again, from the composition memo."""
+    named: list[tuple[SweepPoint, object]] = []
+    for point in points:
+        command = _job_command(plan, point)
+        config_dir = command.config_dir_path()
+        try:
+            root = checked(lambda p=point, d=config_dir: compose_sweep_job(master, p.overrides, d, JOB_NAME),
+                            command)
+            name = checked(lambda r=root: OmegaConf.select(r, sweep_isolation.EXPERIMENT_NAME, default=None),
+                            command)
+        except ConfigError as error:
+            plan.failures.append(PointFailure(point, error))
+            continue
+        named.append((point, name))
+    return named
+
+
+def _job_command(plan: SweepPlan, point: SweepPoint) -> CommandLine:
+    return CommandLine.of(list(point.overrides), plan.command.config_name, plan.command.config_dir)
+
+
+def _plan_job(plan: SweepPlan, master: DictConfig, point: SweepPoint, name: str | None, keep: bool) -> None:
+    assigned = ((sweep_isolation.EXPERIMENT_NAME, name),) if name is not None else ()
+    source = JobSource(plan.command.config_name, plan.command.config_dir_path(),
+                       (*plan.hydra_overrides, *point.overrides), assigned)
+    command = source.command()
+    try:
+        config_dir = command.config_dir_path()
+        root = checked(lambda: compose_sweep_job(master, point.overrides, config_dir, JOB_NAME), command)
+        subdir = checked(lambda: _job_subdir(root, point.number), command)
+        hydra = pin(hydra_only(root), {"hydra.sweep.subdir": subdir, "hydra.output_subdir": None})
+        task, choices = split_hydra(root)
+        rendered = checked(lambda: render(task, choices, source, plan.output_subdir), command)
+    except ConfigError as error:
+        plan.failures.append(PointFailure(point, error))
+        return
+    plan.jobs.append(PlannedJob(point, subdir, assigned, hydra, rendered.pack() if keep else None,
+                                rendered.outputs))
+
+
+def _job_subdir(root: DictConfig, number: int) -> str:
+    """The job's folder inside the sweep folder, as Hydra's launchers name it (``hydra.job.num`` and
+    ``hydra.job.id`` are the job's number), resolved once."""
+    with open_dict(root.hydra.job):
+        root.hydra.job.num = number
+        root.hydra.job.id = str(number)
+    return str(OmegaConf.select(root, "hydra.sweep.subdir"))
+
+
+def _folder_problems(plan: SweepPlan) -> list[Problem]:
+    """Two jobs in one folder, or a job folder outside the sweep folder: the sweep is refused."""
+    problems = []
+    by_folder: dict[str, list[int]] = {}
+    for job in plan.jobs:
+        relative = os.path.normpath(job.subdir)
+        if os.path.isabs(job.subdir) or relative == "." or relative.startswith(".."):
+            problems.append(Problem(
+                key="hydra.sweep.subdir",
+                message=f"puts job #{job.number} into {job.subdir!r}, which is not a folder inside the sweep "
+                "folder (hydra.sweep.dir); nothing was launched or written",
+                fix="name each job's folder relative to the sweep folder, e.g. the default "
+                "hydra.sweep.subdir='${hydra.job.num}'",
+            ))
+            continue
+        by_folder.setdefault(relative, []).append(job.number)
+    for folder, numbers in by_folder.items():
+        if len(numbers) > 1:
+            shown = ", ".join(f"#{n}" for n in numbers[:6]) + (" ..." if len(numbers) > 6 else "")
+            problems.append(Problem(
+                key="hydra.sweep.subdir",
+                message=f"gives {len(numbers)} jobs ({shown}) the same folder {folder!r}: each would "
+                "overwrite the others' files; nothing was launched or written",
+                fix="make the folder differ per job, e.g. the default hydra.sweep.subdir='${hydra.job.num}', "
+                "or '${hydra.job.override_dirname}'",
+            ))
+    return problems
