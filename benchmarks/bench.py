@@ -157,26 +157,32 @@ def bench_cli(work: Path, repeats: int, verl_pythons: dict[str, str]) -> None:
         textwrap.dedent(OUR_TREE_APP).replace("CONF", repr(str(REPO / "conf"))), encoding="utf-8")
     python = sys.executable
     commands = {
-        "hello": ([python, str(hello / "app.py"), f"hydra.run.dir={work / 'h'}"], child_env()),
-        "ours": ([python, "-m", "verl_roles.main", "model_engine=megatron", f"hydra.run.dir={work / 'o'}"],
-                 child_env()),
+        "hello": ([python, str(hello / "app.py"), f"hydra.run.dir={work / 'h'}-{{n}}"], child_env()),
+        "ours": (
+            [python, "-m", "verl_roles.main", "model_engine=megatron", f"hydra.run.dir={work / 'o'}-{{n}}"],
+            child_env(),
+        ),
         "our_tree": ([python, str(work / "our_tree_app.py"), "model_engine=megatron",
-                      f"hydra.run.dir={work / 't'}"], child_env()),
+                      f"hydra.run.dir={work / 't'}-{{n}}"], child_env()),
     }
     if verl_pythons:
         (work / "verl_tree_app.py").write_text(textwrap.dedent(VERL_TREE_APP), encoding="utf-8")
     for release, verl_python in verl_pythons.items():
         commands[f"verl {release}"] = (
             [verl_python, str(work / "verl_tree_app.py"), "model_engine=megatron",
-             "actor_rollout_ref.rollout.name=vllm", f"hydra.run.dir={work / ('v' + release)}"],
+             "actor_rollout_ref.rollout.name=vllm", f"hydra.run.dir={work / ('v' + release)}-{{n}}"],
             child_env(),
         )
+    # Every run writes a folder of its own (a run refuses a folder that holds another run's files).
+    def numbered(args: list[str], n: int) -> list[str]:
+        return [arg.replace("{n}", str(n)) for arg in args]
+
     for args, env in commands.values():  # fills the bytecode cache
-        run_process(args, work, env)
+        run_process(numbered(args, 0), work, env)
     samples: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(repeats):  # interleaved, so a burst of load hits every command alike
+    for n in range(1, repeats + 1):  # interleaved, so a burst of load hits every command alike
         for name, (args, env) in commands.items():
-            samples[name].append(run_process(args, work, env))
+            samples[name].append(run_process(numbered(args, n), work, env))
     hello_ms = median_ms(samples["hello"])
     ours_ms = median_ms(samples["ours"])
     tree_ms = median_ms(samples["our_tree"])

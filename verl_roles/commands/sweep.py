@@ -3,13 +3,12 @@
 Every job of a sweep is planned and validated before Hydra starts
 (:func:`verl_roles.sweep_planning.plan_sweep`), so a job fails only while writing (a full disk, say).
 Jobs may run in this process (Hydra's basic launcher), in worker processes (``hydra/launcher=joblib``)
-or on other machines (``hydra/launcher=submitit_slurm``), so each job records its outcome in its own folder: the marker file
-of the write protocol, with its status, and for a failed job its full error in ``error.txt``. When the
-launcher returns, the launching process reads every planned job's folder (:func:`gather`), writes
-``sweep_summary.csv`` into the sweep folder (still the staging folder: the summary is part of the sweep
-that is swapped into place), and the invocation fails when a job did not write its files or the
-summary cannot be written.
-"""
+or on other machines (``hydra/launcher=submitit_slurm``), so each job records its outcome in its own
+folder: the marker file of the write protocol, with its status, and for a failed job its full error in
+``error.txt``. When the launcher returns, the launching process reads every planned job's folder
+(:func:`gather`), writes ``sweep_summary.csv`` into the sweep folder (still the staging folder: the
+summary is part of the sweep that is swapped into place), and the invocation fails when a job did not
+write its files or the summary cannot be written."""
 
 from __future__ import annotations
 
