@@ -16,10 +16,10 @@ from __future__ import annotations
 import pickle
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from verl_roles import releases
 from verl_roles.api import (
@@ -29,6 +29,14 @@ from verl_roles.api import (
     stock_config,
 )
 from verl_roles.cmdline import CommandLine
+from verl_roles.commands.explain_model import (
+    REMOVED,
+    Explanation,
+    Layer,
+    Step,
+    Unresolvable,
+    UserDir,
+)
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation, Words, parse
 from verl_roles.errors import ConfigError, Problem, counted, unknown_key
@@ -37,7 +45,6 @@ from verl_roles.flat_lora import FlatLoraReport
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, old_key_label, read_command_line
 from verl_roles.omegaconf_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
-from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 from verl_roles.pipeline import StepInputs, StepReport, finalize
 from verl_roles.roles import RolesReport
 from verl_roles.sequence_parallel import TURNED_OFF, SequenceParallelReport
@@ -46,79 +53,6 @@ from verl_roles.wording import LIBRARY_ERRORS, KeyKnowledge, raise_translated, t
 _REFERENCE = re.compile(r"\$\{([^${}:]+)\}")
 # Steps that work on the resolved config, where every interpolation "changed": only their own events count.
 RESOLVED_STEPS = frozenset({SequenceParallelReport.step, FlatLoraReport.step})
-
-
-class _Removed:
-    """The value of a key a pipeline step removed."""
-
-    def __repr__(self) -> str:
-        return "(removed)"
-
-
-REMOVED = _Removed()
-
-
-@dataclass
-class Step:
-    """One place that set the key: where, how, and the raw (unresolved) value it wrote."""
-
-    source: str
-    raw: object
-
-
-@dataclass
-class Explanation:
-    """``value`` is what the main job would write for ``key`` (:data:`REMOVED` for a key a pipeline
-    step removed); ``invalid`` is the error the main job would stop with, when the config is invalid
-    (``value`` is then the value as far as the pipeline got)."""
-
-    key: str
-    value: object
-    steps: list[Step]
-    references: list[Explanation] = field(default_factory=list)
-    invalid: ConfigError | None = None
-
-    def render(self, indent: str = "") -> str:
-        lines = [f"{indent}{self.key} = {_show(self.value)}"]
-        for number, step in enumerate(self.steps, 1):
-            lines.append(f"{indent}  {number}. {step.source}: {_show(step.raw)}")
-        for reference in self.references:
-            lines.append(f"{indent}  which follows ${{{reference.key}}}:")
-            lines.append(reference.render(indent + "    "))
-        return "\n".join(lines)
-
-
-def _show(value: object) -> str:
-    """A value as resolved.yaml spells it (the one spelling of every view); a marker as itself."""
-    if isinstance(value, DictConfig | ListConfig):
-        value = OmegaConf.to_container(value, resolve=False)
-    return dump_flow(value)
-
-
-@dataclass(frozen=True)
-class Unresolvable:
-    """The value of a key whose interpolation does not resolve: what resolution says instead."""
-
-    reason: str
-
-    def __str__(self) -> str:
-        return f"<cannot resolve: {self.reason}>"
-
-
-@dataclass(frozen=True)
-class UserDir:
-    """A user's ``--config-dir``: as typed (how its files are named) and as an absolute path."""
-
-    typed: str
-    path: str
-
-    @classmethod
-    def of(cls, typed: str, path: str) -> UserDir:
-        return cls(typed=typed.rstrip("/") or "/", path=path)
-
-    @property
-    def url(self) -> str:
-        return f"file://{self.path}"
 
 
 def explain(
@@ -178,22 +112,6 @@ def _unknown_key(key: str, command: CommandLine, knowledge: KeyKnowledge) -> Pro
         f"model_engine={knowledge.engine}",
         fix=f"{how}: `verl-roles explain {key} model_engine={engine}`",
     )
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One file of the defaults list: its name (``role/critic/default.yaml``, a user's file prefixed
-    with its ``--config-dir``), how it was mounted, and its content at its package."""
-
-    file: str
-    source: str
-    cfg: DictConfig
-    # Keys whose value here is the chosen verl release's, not conf/'s (its layer): key -> the note.
-    notes: Mapping[str, str] = field(default_factory=dict)
-
-    def source_of(self, key: str) -> str:
-        note = self.notes.get(key)
-        return f"{self.source}, {note}" if note else self.source
 
 
 @dataclass(frozen=True)
