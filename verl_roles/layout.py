@@ -195,20 +195,25 @@ def engine(name: object) -> Engine:
 
 @dataclass(frozen=True)
 class Role:
-    """A role: its section, its config group of per-role options, the model it trains, and whether it
-    has an engine block (the rollout engine has its own settings instead)."""
+    """A role: its section, its config group of per-role options, the model it trains, whether it has
+    an engine block (the rollout engine has its own settings instead), whether it is trained (PPO
+    updates: an optimizer, mini and micro batches), and whether slime's per-role files may name it
+    (slime has per-role Megatron settings for the roles it trains with Megatron: actor and critic)."""
 
     name: str
     section: str
     group: str | None = None
     model: str | None = None
     engine_block: bool = True
+    trained: bool = False
+    slime: bool = False
 
 
 # Every role, in the order the per-role files of a run are written.
 ROLES: tuple[Role, ...] = (
-    Role("actor", "actor_rollout_ref.actor", group="role/actor", model="actor_rollout_ref.model"),
-    Role("critic", "critic", group="role/critic", model="critic.model"),
+    Role("actor", "actor_rollout_ref.actor", group="role/actor", model="actor_rollout_ref.model",
+         trained=True, slime=True),
+    Role("critic", "critic", group="role/critic", model="critic.model", trained=True, slime=True),
     Role("ref", "actor_rollout_ref.ref"),
     Role("rollout", "actor_rollout_ref.rollout", engine_block=False),
 )
@@ -222,7 +227,9 @@ ROLE_GROUPS: dict[str, str] = {role.name: role.group for role in ROLES if role.g
 MODEL_SECTIONS: tuple[str, ...] = tuple(role.model for role in ROLES if role.model is not None)
 LORA_SECTIONS: tuple[str, ...] = tuple(f"{model}.{LORA_BLOCK}" for model in MODEL_SECTIONS)
 # The roles slime's per-role files may name, in the order their entries are written on export.
-SLIME_ROLES: tuple[str, ...] = tuple(ROLE_GROUPS)
+SLIME_ROLES: tuple[str, ...] = tuple(role.name for role in ROLES if role.slime)
+# Key paths of the sections of the trained roles (each has an optimizer and PPO batch sizes).
+TRAINED_SECTIONS: tuple[str, ...] = tuple(role.section for role in ROLES if role.trained)
 
 ACTOR = ROLE_SECTIONS["actor"]
 CRITIC = ROLE_SECTIONS["critic"]

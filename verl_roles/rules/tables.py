@@ -15,7 +15,7 @@ from functools import cache
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.errors import Problem, did_you_mean
-from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT
+from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT, TRAINED_SECTIONS
 from verl_roles.releases import release_of
 from verl_roles.rules.values import UNSET, critic_in_use, engine_of, get, kl_in_reward, kl_loss, number
 from verl_roles.schema import verl_names
@@ -74,7 +74,7 @@ ENUMS: tuple[KnownSet, ...] = (
     KnownSet("trainer.logger", "tracking_backend", "a logger backend verl {release}'s Tracking has",
              each=True),
     *(KnownSet(f"{role}.optim.warmup_style", "warmup_style", "a warmup style verl {release}'s optimizer "
-               "config accepts", nullable=True) for role in (ACTOR, CRITIC)),
+               "config accepts", nullable=True) for role in TRAINED_SECTIONS),
 )
 
 
@@ -241,7 +241,7 @@ def _engine_parallel_ranges() -> Iterable[Range]:
 def _batch_ranges() -> Iterable[Range]:
     yield Range("data.train_batch_size", AT_LEAST_ONE, "at least 1 prompt")
     yield Range("data.val_batch_size", AT_LEAST_ONE, BATCH)
-    for role in (ACTOR, CRITIC):
+    for role in TRAINED_SECTIONS:
         yield Range(f"{role}.ppo_mini_batch_size", AT_LEAST_ONE, "at least 1 prompt")
         yield Range(f"{role}.ppo_micro_batch_size", AT_LEAST_ONE, BATCH)
         yield Range(f"{role}.ppo_micro_batch_size_per_gpu", AT_LEAST_ONE, BATCH)

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_KEY, REF, ROLE_SECTIONS, Engine, engine
+from verl_roles.layout import (
+    ACTOR,
+    CRITIC,
+    DP,
+    ENGINE_KEY,
+    REF,
+    ROLE_SECTIONS,
+    TRAINED_SECTIONS,
+    Engine,
+    engine,
+)
 
 UNSET = object()
 
@@ -58,7 +68,8 @@ def critic_in_use(cfg: DictConfig) -> bool:
 
 
 def trained_roles(cfg: DictConfig) -> list[str]:
-    return [ACTOR, CRITIC] if critic_in_use(cfg) else [ACTOR]
+    """The sections of the roles this config trains (the critic only when the algorithm trains one)."""
+    return [section for section in TRAINED_SECTIONS if section != CRITIC or critic_in_use(cfg)]
 
 
 def gpu_count(cfg: DictConfig) -> int | None:
