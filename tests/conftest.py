@@ -117,6 +117,24 @@ def flat(cfg) -> dict[str, object]:
     return out
 
 
+def arrived(cfg, override: str) -> None:
+    """Assert that ``key=value`` reached the composed ``cfg``: the key (or, for a legacy key, the
+    current key it is read as) holds the value the override typed (Hydra's parser reads it)."""
+    from verl_roles import legacy
+    from verl_roles.cmdline import hydra_parse
+
+    parsed = hydra_parse(override)
+    key, value = parsed.key_or_group, parsed.value()
+    translated = legacy.find(key)
+    if translated is not None:
+        entry, key = translated
+        value = entry.convert(value) if getattr(entry, "convert", None) else value
+    node = OmegaConf.select(cfg, key, default=KeyError)
+    assert node is not KeyError, f"{override}: {key} is not in the composed config"
+    got = OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
+    assert got == value, f"{override}: {key} holds {got!r}, not {value!r}"
+
+
 def write(path: Path, text: str) -> Path:
     """Write a text file, creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import arrived
 from omegaconf import DictConfig, OmegaConf
 from verl_reference import RELEASES, declared_type, engines, leaves
 
@@ -193,7 +194,7 @@ def test_packaged_names_are_verls_lists():
     ],
 )
 def test_values_verl_accepts_compose(override):
-    verl_roles.compose([override])
+    arrived(verl_roles.compose([override]), override)
 
 
 @pytest.mark.parametrize(

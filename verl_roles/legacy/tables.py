@@ -88,7 +88,9 @@ class LegacyKey:
         return f"it now sets {new_key} (value {value_text})"
 
 
-_LORA_REASON = "verl's flat LoRA keys are read into the one structured `lora` block; verl reads both spellings"
+_LORA_REASON = (
+    "verl's flat LoRA keys are read into the one structured `lora` block; verl reads both spellings"
+)
 _SKIP_REASON = "verl {release} holds rollout dumping in the top-level `skip` section"
 _TEACHER_REASON = (
     "verl {release} holds teachers by name under `distillation.teacher_models`, their pool in `distillation`"
