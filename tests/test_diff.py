@@ -152,7 +152,11 @@ def test_stock_lists_exactly_what_the_launch_changes(capsys: pytest.CaptureFixtu
         "changed actor_rollout_ref.actor.optim.lr: 1.0e-06 -> 3.0e-06",
         "1 key differs from stock verl 0.9.1: 0 added, 0 removed, 1 changed",
     ]
-    assert lines[4].startswith("not listed: ") and "verl_roles/verl_differences.py" in lines[4]
+    # Then the keys verl_roles sets apart from verl on purpose, each with its value here (the rollout
+    # backend verl leaves mandatory is one), and a count of our own layer's keys.
+    assert lines[4].startswith("set apart from stock verl on purpose (") and "verl_differences.py" in lines[4]
+    assert "  actor_rollout_ref.rollout.name: vllm" in lines
+    assert lines[-1].startswith("not listed: ") and "own layer" in lines[-1]
     assert all(len(line) <= 120 for line in lines)
 
 

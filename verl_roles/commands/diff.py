@@ -192,15 +192,16 @@ def render_stock(launch: Side, engine: str, release: str, changes: Sequence[Chan
         lines.append(line)
     against = f" from stock verl {release}"
     lines.append(tally(changes, against) if changes else f"same: no key differs{against}")
-    keys = [".".join(path) for path, _ in leaves(resolved)]
-    on_purpose = sum(deliberate(key, engine) for key in keys)
-    ours = sum(not releases.has_key(release, key) for key in keys)
-    lines.append(
-        f"not listed: {counted(on_purpose, 'key')} every verl_roles config sets apart from verl on purpose "
-        "(reasons: verl_roles/verl_differences.py)"
-    )
-    lines.append(f"  and {counted(ours, 'key')} of verl_roles' own layer (the engine baseline, ...) this "
-                 "launch leaves as they are")
+    values = {".".join(path): value for path, value in leaves(resolved)}
+    changed = {change.key for change in changes}
+    apart = sorted(key for key in values if deliberate(key, engine) and key not in changed)
+    ours = sum(not releases.has_key(release, key) for key in values)
+    if apart:
+        lines.append(f"set apart from stock verl on purpose ({counted(len(apart), 'key')}; each reason in "
+                     "verl_roles/verl_differences.py):")
+        lines.extend(f"  {key}: {dump_flow(values[key])}" for key in apart)
+    lines.append(f"not listed: {counted(ours, 'key')} of verl_roles' own layer (the engine baseline, ...) "
+                 "this launch leaves as they are")
     return "\n".join(lines)
 
 
