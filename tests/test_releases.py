@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import verl_reference as vr
 from conftest import REPO, assert_user_error, flat, run_in_process, write
+from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles import ConfigError, releases
@@ -125,7 +126,9 @@ KEY_0_9_ONLY = "actor_rollout_ref.actor.megatron.pad_to_length"
     [(DEFAULT, KEY_0_8_ONLY, "true", OLDEST), (OLDEST, KEY_0_9_ONLY, "3", DEFAULT)],
     ids=["key-of-an-older-release", "key-of-a-newer-release"],
 )
-@pytest.mark.parametrize("channel", ["command-line", "command-line-plus", "role-option", "primary-config"])
+@pytest.mark.parametrize(
+    "channel", ["command-line", "command-line-plus", "role-option", "primary-config", "slime-file"]
+)
 def test_a_key_of_another_release_gets_one_verdict_through_every_channel(
     tmp_path: Path, channel: str, release: str, key: str, value: str, other: str
 ):
@@ -144,6 +147,11 @@ def test_a_key_of_another_release_gets_one_verdict_through_every_channel(
               "".join(f"{'  ' * i}{part}:\n" for i, part in enumerate(relative[:-1]))
               + f"{'  ' * (len(relative) - 1)}{relative[-1]}: {value}\n")
         overrides.append("role/actor=mine")
+    elif channel == "slime-file":
+        relative = key.removeprefix("actor_rollout_ref.actor.")
+        slime_file = write(tmp_path / "roles.yaml", f"megatron:\n  - role: actor\n    overrides:\n"
+                           f"      {relative}: {value}\n")
+        overrides.append(f"megatron_config_path={slime_file}")
     else:
         nested = "".join(f"{'  ' * i}{part}:\n" for i, part in enumerate(section.split(".")))
         write(conf / "mine.yaml", f"defaults:\n  - {PRIMARY_CONFIG}\n  - _self_\n\n{nested}"
@@ -163,6 +171,18 @@ def test_a_key_of_another_release_gets_one_verdict_through_every_channel(
     with pytest.raises(ConfigError) as raised:
         verl_roles.compose(overrides, config_name=config_name, config_dir=config_dir)
     assert all(phrase in str(raised.value) for phrase in phrases), str(raised.value)
+
+
+def test_a_slime_file_sets_a_key_of_the_release_it_is_read_for(tmp_path: Path):
+    """The same file line is refused above under the default release and read under the release that
+    has the key, as the command line's `actor_rollout_ref.actor.megatron.grad_offload=true` is."""
+    relative = KEY_0_8_ONLY.removeprefix("actor_rollout_ref.actor.")
+    text = f"megatron:\n  - role: actor\n    overrides:\n      {relative}: true\n"
+    slime_file = write(tmp_path / "roles.yaml", text)
+    cfg = verl_roles.compose(
+        ["model_engine=megatron", releases.choice(OLDEST), f"megatron_config_path={slime_file}"]
+    )
+    assert OmegaConf.select(cfg, KEY_0_8_ONLY) is True
 
 
 # --------------------------------------------------------------------------- legacy keys per release

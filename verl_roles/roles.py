@@ -32,6 +32,7 @@ from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, TOPOLOGY_SETTING, engine
 from verl_roles.notices import warn
+from verl_roles.releases import release_of
 from verl_roles.rules.values import critic_in_use
 from verl_roles.slime.names import RESOURCE_KEYS, SLIME_PATH_KEY
 from verl_roles.slime.read import RoleEntry, read_slime_file, role_assignments
@@ -198,7 +199,7 @@ def _read_slime(cfg: DictConfig, path: Any) -> list[RoleEntry]:
                 )
             ]
         )
-    file = read_slime_file(path)
+    file = read_slime_file(path, release_of(cfg))
     for note in file.notes:
         warn(note)
     return file.entries

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from verl_roles import paths
+from verl_roles import paths, releases
 from verl_roles.errors import ConfigError, Problem, did_you_mean, unknown_key, yaml_problem
 from verl_roles.layout import ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
 from verl_roles.limits import read_config_file
@@ -118,8 +118,9 @@ def _entry_list(path: str, data: Any) -> list[Any]:
     return entries
 
 
-def read_slime_file(path: str) -> SlimeFile:
-    """Read and check a slime per-role file; raise :class:`ConfigError` naming every mistake in it."""
+def read_slime_file(path: str, release: str = releases.DEFAULT_RELEASE) -> SlimeFile:
+    """Read and check a slime per-role file for a config written for ``release``; raise
+    :class:`ConfigError` naming every mistake in it."""
     data = _load(path)
     raw_entries = _entry_list(path, data)
     file = SlimeFile()
@@ -144,7 +145,7 @@ def read_slime_file(path: str) -> SlimeFile:
             continue
         if isinstance(role, str) and role in SLIME_ROLES:
             first_index[role] = index
-        entry = _check_entry(path, index, raw, problems, file.notes)
+        entry = _check_entry(path, index, raw, problems, file.notes, release)
         if entry is not None:
             file.entries.append(entry)
     if problems:
@@ -208,7 +209,7 @@ def _overrides(label: str, raw: dict[str, Any], problems: list[Problem]) -> tupl
 
 
 def _check_entry(
-    path: str, index: int, raw: Any, problems: list[Problem], notes: list[str]
+    path: str, index: int, raw: Any, problems: list[Problem], notes: list[str], release: str
 ) -> RoleEntry | None:
     where = f"{path}: megatron[{index}]"
     if not isinstance(raw, dict):
@@ -226,7 +227,7 @@ def _check_entry(
     block_name, block = _overrides(label, raw, problems)
     entry = RoleEntry(index=index, role=str(role), name=name)
     for key, value in block.items():
-        _check_value(f"{label} {block_name}.{key}", str(key), value, entry, problems)
+        _check_value(f"{label} {block_name}.{key}", str(key), value, entry, problems, release)
     _check_one_value_per_path(label, entry, problems)
     return entry if len(problems) == before else None
 
@@ -245,7 +246,9 @@ def _check_one_value_per_path(label: str, entry: RoleEntry, problems: list[Probl
             ))
 
 
-def _check_value(where: str, key: str, value: Any, entry: RoleEntry, problems: list[Problem]) -> None:
+def _check_value(
+    where: str, key: str, value: Any, entry: RoleEntry, problems: list[Problem], release: str
+) -> None:
     if key in RESOURCE_KEYS:
         entry.ignored.append(key)
         return
@@ -264,7 +267,7 @@ def _check_value(where: str, key: str, value: Any, entry: RoleEntry, problems: l
                                 "in verl", fix=UNMAPPED[key]))
         return
     if "." in key:
-        _check_verl_path(where, key, value, entry, problems)
+        _check_verl_path(where, key, value, entry, problems, release)
         return
     spec = KEYS_BY_NAME.get(key)
     if spec is None:
@@ -293,11 +296,26 @@ def _block_keys(block: str) -> list[str]:
     return [f"{block}.{paths.dotted(path)}" for path, _ in paths.leaves(block_defaults(block))]
 
 
-def _check_verl_path(where: str, key: str, value: Any, entry: RoleEntry, problems: list[Problem]) -> None:
+def _check_verl_path(
+    where: str, key: str, value: Any, entry: RoleEntry, problems: list[Problem], release: str
+) -> None:
     """A key written as a role-relative verl path (``megatron.param_offload``): the per-role settings
-    slime has no argument for, as ``verl-roles export-slime`` writes them."""
+    slime has no argument for, as ``verl-roles export-slime`` writes them. A key of another verl release
+    gets the verdict it gets on the command line; one only ``release`` has (our files carry another's
+    keys) is taken as written, and checked with the composed config."""
     block = key.split(".", 1)[0]
     known = _block_keys(block) if block in BLOCK_FILES else []
+    full = f"{ROLE_SECTIONS[entry.role]}.{key}" if entry.role in ROLE_SECTIONS else key
+    elsewhere = releases.elsewhere_problem_text(full, release, chosen=release != releases.DEFAULT_RELEASE)
+    if elsewhere is not None:
+        problems.append(Problem(key=where, message=f"sets {full}, which {elsewhere[0]}", fix=elsewhere[1]))
+        return
+    if key not in known and block in BLOCK_FILES and releases.has_key(release, full):
+        if _interpolation_in(value):
+            problems.append(_interpolation_problem(where, key))
+        else:
+            entry.values[key] = value
+        return
     if key not in known:
         pool = known or [k for b in BLOCK_FILES for k in _block_keys(b)]
         problems.append(unknown_key(
