@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))  # this checkout's verl_roles, whatever is install
 from omegaconf import OmegaConf  # noqa: E402
 
 import verl_roles  # noqa: E402 - after the path is set
-from verl_roles import releases, verl_differences  # noqa: E402
+from verl_roles import paths, releases, verl_differences  # noqa: E402
 from verl_roles.hydra_adapter.compose import compose_raw  # noqa: E402
 from verl_roles.layout import ENGINES, PRIMARY_CONFIG, ROLES  # noqa: E402
 from verl_roles.layout import engine as engine_row  # noqa: E402
@@ -273,23 +273,7 @@ _ABSENT = object()
 
 
 def lookup(tree: Any, path: str) -> Any:
-    node = tree
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return _ABSENT
-        node = node[part]
-    return node
-
-
-def same(ours: Any, verl: Any) -> bool:
-    """Equal values of the same kind (true is not 1; 1 and 1.0 are the same number)."""
-    if isinstance(ours, bool) or isinstance(verl, bool):
-        return type(ours) is type(verl) and ours == verl
-    if isinstance(ours, dict) and isinstance(verl, dict):
-        return ours.keys() == verl.keys() and all(same(ours[k], verl[k]) for k in ours)
-    if isinstance(ours, list) and isinstance(verl, list):
-        return len(ours) == len(verl) and all(same(a, b) for a, b in zip(ours, verl, strict=True))
-    return ours == verl and isinstance(ours, int | float) == isinstance(verl, int | float)
+    return paths.get(tree, path, _ABSENT)
 
 
 class OurTree:
@@ -383,7 +367,7 @@ def compute_layer(release: str, engine: str, tree: OurTree, verl: dict[str, Any]
         if "resolved" not in leaf or deliberate(path):
             continue
         ours = tree.resolved_at(path)
-        if ours is _ABSENT or same(ours, leaf["resolved"]):
+        if ours is _ABSENT or paths.same_value(ours, leaf["resolved"]):
             continue
         value = leaf["resolved"]
         target = None
@@ -391,14 +375,14 @@ def compute_layer(release: str, engine: str, tree: OurTree, verl: dict[str, Any]
             if candidate not in tree.raw_leaves:
                 continue
             affected = ({candidate} | tree.followers.get(candidate, set())) & verl_paths - deleted
-            if all("resolved" in verl[p] and same(verl[p]["resolved"], value) for p in affected):
+            if all("resolved" in verl[p] and paths.same_value(verl[p]["resolved"], value) for p in affected):
                 target = candidate
             else:
                 break
         if target is None:
             raise SystemExit(f"error: verl {release} ({engine}) sets {path} to {value!r}, which no key of "
                              "conf/ can carry without changing another; list it in verl_differences.py")
-        if target in settings and not same(settings[target], value):
+        if target in settings and not paths.same_value(settings[target], value):
             raise SystemExit(f"error: verl {release} ({engine}): {target} would need two values")
         settings[target] = value
 
@@ -421,7 +405,8 @@ def compute_layer(release: str, engine: str, tree: OurTree, verl: dict[str, Any]
         per_block = [{p[len(b) + 1:]: p for p in added if p.startswith(b + ".")} for b in blocks]
         for key in sorted(set(per_block[0]).intersection(*per_block[1:])):
             values = [verl[block[key]].get("resolved", _ABSENT) for block in per_block]
-            if _ABSENT in values or not all(same(v, values[0]) for v in values) or refs(values[0]):
+            agree = all(paths.same_value(v, values[0]) for v in values)
+            if _ABSENT in values or not agree or refs(values[0]):
                 continue
             if lookup(tree.raw, f"{baseline}.{key}") is not _ABSENT:
                 continue

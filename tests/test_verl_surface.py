@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 import verl_roles
 from verl_roles import releases
 from verl_roles.layout import ENGINES as OUR_ENGINES
+from verl_roles.paths import same_value
 from verl_roles.verl_differences import DIFFERENCES, ENGINES_NOT_OFFERED, for_engine
 
 # Every (release, engine) pair: each engine verl ships under each supported release.
@@ -49,17 +50,6 @@ def _get(tree: Any, path: str) -> Any:
     return node
 
 
-def _same(ours: Any, verl: Any) -> bool:
-    """Equal values of the same kind (true is not 1; 1 and 1.0 are the same number)."""
-    if isinstance(ours, bool) or isinstance(verl, bool):
-        return type(ours) is type(verl) and ours == verl
-    if isinstance(ours, dict) and isinstance(verl, dict):
-        return ours.keys() == verl.keys() and all(_same(ours[k], verl[k]) for k in ours)
-    if isinstance(ours, list) and isinstance(verl, list):
-        return len(ours) == len(verl) and all(_same(a, b) for a, b in zip(ours, verl, strict=True))
-    return ours == verl and isinstance(ours, int | float) == isinstance(verl, int | float)
-
-
 @pytest.fixture(scope="module")
 def resolved() -> dict[tuple[str, str], dict]:
     return {
@@ -78,7 +68,7 @@ def compare(release: str, engine: str, ours: dict) -> dict[str, list[str]]:
         except KeyError:
             found["missing"].append(path)
             continue
-        if "resolved" in leaf and _same(value, leaf["resolved"]):
+        if "resolved" in leaf and same_value(value, leaf["resolved"]):
             found["same"].append(path)
         else:
             verl = leaf.get("resolved", f"unresolved ({leaf.get('raw')!r})")

@@ -54,3 +54,15 @@ def leaves(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, .
 
 def dotted(path: tuple[str, ...]) -> str:
     return ".".join(path)
+
+
+def same_value(ours: Any, other: Any) -> bool:
+    """Equal plain values of the same kind, at every depth: true is not 1, while 1 and 1.0 are the
+    same number (as YAML and verl's dataclasses read them)."""
+    if isinstance(ours, bool) or isinstance(other, bool):
+        return type(ours) is type(other) and ours == other
+    if isinstance(ours, Mapping) and isinstance(other, Mapping):
+        return ours.keys() == other.keys() and all(same_value(ours[k], other[k]) for k in ours)
+    if isinstance(ours, list) and isinstance(other, list):
+        return len(ours) == len(other) and all(same_value(a, b) for a, b in zip(ours, other, strict=True))
+    return ours == other and isinstance(ours, int | float) == isinstance(other, int | float)
