@@ -88,6 +88,7 @@ class MainJob:
     # The run directories this process's planned runs were committed to (`verl-roles launch` trains on
     # them).
     run_dirs: list[Path] = field(default_factory=list)
+    written: str = ""
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
@@ -102,7 +103,10 @@ class MainJob:
         if job == "run" and self.run is not None:
             run = self.run
             try:
-                write_job(out_dir, run.target, run.rendered, run.output_subdir, hydra_cfg, None)
+                # Said by the caller once the run is swapped into place (a run stopped before that
+                # wrote nothing).
+                self.written = write_job(
+                    out_dir, run.target, run.rendered, run.output_subdir, hydra_cfg, None)
             except ConfigError as error:
                 raise named_finally(error, out_dir, self.run.target) from None
             return sweep.ok()
@@ -113,7 +117,8 @@ class MainJob:
         final = sweep.job_folder(plan, planned)
         try:
             rendered = plan.rendered(planned)
-            write_job(out_dir, final, rendered, plan.output_subdir, hydra_cfg, sweep.job_marker(sweep.ok()))
+            marker = sweep.job_marker(sweep.ok())
+            say(write_job(out_dir, final, rendered, plan.output_subdir, hydra_cfg, marker))
         except ConfigError as staged_error:
             error = named_finally(staged_error, out_dir, final)
             outcome = sweep.failed(error.headline())
@@ -138,9 +143,10 @@ def named_finally(error: ConfigError, staged: Path, final: Path) -> ConfigError:
 def write_job(
     out_dir: Path, final: Path, rendered: Rendered, output_subdir: str | None, hydra_cfg: DictConfig,
     marker: str | None,
-) -> None:
+) -> str:
     """A job's files into ``out_dir`` (``resolved.yaml`` last), Hydra's ``.hydra/`` files naming the
-    folder the job will have once the run is in place (``final``)."""
+    folder the job will have once the run is in place (``final``); prints the job's summary and returns
+    the line saying what was written (said once the files are in place)."""
     files = dict(rendered.files)
     if output_subdir is not None:
         files.update(_hydra_files(hydra_cfg, out_dir, final, output_subdir))
@@ -149,7 +155,7 @@ def write_job(
     write_all_or_nothing([(out_dir / name, text) for name, text in ordered] + extra)
     say(rendered.summary)
     roles = ", ".join(f"roles/{name}.yaml" for name in ROLE_SECTIONS)
-    say(f"verl_roles: wrote resolved.yaml, {roles} to {_display(final)}")
+    return f"verl_roles: wrote resolved.yaml, {roles} to {_display(final)}"
 
 
 def _hydra_files(hydra_cfg: DictConfig, staged: Path, final: Path, output_subdir: str) -> dict[str, str]:
@@ -268,6 +274,8 @@ def _invoke(args: list[str], job: MainJob, single_run_only: bool) -> None:
         job.run = plan
         run_app(job, command.hydra_argv(), plan.served(claim.staging))
         claim.commit()
+    if job.written:
+        say(job.written)
     job.run_dirs.append(plan.target)
 
 
