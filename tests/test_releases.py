@@ -7,6 +7,7 @@ the real verl of each release is the acceptance suite.
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 import tomllib
@@ -196,3 +197,35 @@ def test_a_key_a_release_has_is_not_legacy_there(recwarn: pytest.WarningsRecorde
     new = verl_roles.compose(["actor_rollout_ref.rollout.skip.enable=true"])
     assert new.skip.rollout.enable is True
     assert [w for w in recwarn if "skip.rollout.enable" in str(w.message)]
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring constants of a module, its classes and functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def test_no_release_is_spelled_in_code_outside_the_seam():
+    # A message, example or default naming a release by its number goes stale at the next verl upgrade:
+    # code asks the seam (releases.DEFAULT_RELEASE, releases.previous, a config's release_of). Prose of
+    # docstrings may name a release as an example; string values the program prints or compares may not.
+    spelled = re.compile("|".join(re.escape(r) for r in releases.supported()))
+    seam = Path(releases.__file__).resolve()
+    found = []
+    for module in sorted((REPO / "verl_roles").rglob("*.py")):
+        if module.resolve() == seam:
+            continue
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        found += [
+            f"{module.relative_to(REPO)}:{node.lineno}: {node.value[:80]!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docs and spelled.search(node.value)
+        ]
+    assert not found, "a release number spelled outside verl_roles/releases.py:\n" + "\n".join(found)

@@ -270,6 +270,12 @@ def renames(old: str, new: str) -> dict[str, str]:
             if not entry.section and entry.applies(new) and not entry.applies(old)}
 
 
+# The upgrade the help shows: from the release before the default to the default.
+_UPGRADE = (
+    f"{releases.VERSION_KEY}={releases.previous(releases.DEFAULT_RELEASE)} -- "
+    f"{releases.VERSION_KEY}={releases.DEFAULT_RELEASE}"
+)
+
 COMMAND = Command(
     name="diff",
     summary="the resolved keys that differ between two compositions (diff [A] -- [B]), or from stock verl "
@@ -283,11 +289,12 @@ COMMAND = Command(
         "[--config-name NAME] [--config-dir DIR] [A overrides...] -- [B: the same]",
         f"{STOCK_FLAG} [--config-name NAME] [--config-dir DIR] [overrides...]",
     ),
-    about="""\
+    about=f"""\
 Compose config A and config B (Hydra overrides; an empty side is the default config) and print
 every resolved key whose value differs: `added` (only in B), `removed` (only in A), `changed`
 (A -> B), `renamed` (a key B's verl release spells another way). A side that only chooses a verl release
-takes the other side's overrides: `verl-roles diff verl_version=0.8.0 -- verl_version=0.9.1 OVERRIDES`
+takes the other side's overrides, so
+  verl-roles diff {_UPGRADE} OVERRIDES
 lists what that verl upgrade changes in that config.
 With --stock, compare one config with verl's own defaults for the same engine and verl release: every
 key whose value this launch changes from stock verl (`changed`), adds (`added`) or removes (`removed`),
@@ -299,7 +306,7 @@ the same, 1 when they differ, 2 on an error.""",
         "verl-roles diff model_engine=megatron -- model_engine=megatron "
         "megatron.tensor_model_parallel_size=2",
         "verl-roles diff model_engine=megatron -- --config-name ppo_megatron_trainer",
-        "verl-roles diff verl_version=0.8.0 -- verl_version=0.9.1 model_engine=megatron",
+        f"verl-roles diff {_UPGRADE} model_engine=megatron",
         f"verl-roles diff {STOCK_FLAG} model_engine=megatron actor_rollout_ref.actor.optim.lr=3e-6",
     ),
 )

@@ -177,6 +177,7 @@ for that verl release (from --from RELEASE, default the one the line chooses): k
 releases take the new name; a key the new release lacks with no replacement is an error.""",
     examples=(
         "verl-roles migrate --config-name ppo_megatron_trainer actor_rollout_ref.model.lora_rank=8",
-        "verl-roles migrate --to 0.9.1 verl_version=0.8.0 actor_rollout_ref.rollout.skip.enable=true",
+        f"verl-roles migrate --to {releases.DEFAULT_RELEASE} {releases.VERSION_KEY}="
+        f"{releases.previous(releases.DEFAULT_RELEASE)} actor_rollout_ref.rollout.skip.enable=true",
     ),
 )
