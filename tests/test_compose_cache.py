@@ -242,3 +242,14 @@ def test_plain_composition_of_a_users_files_equals_hydras_merge(monkeypatch, pla
     OmegaConf.clear_cache(reference)
     assert fingerprint(plain) == fingerprint(reference)
 
+
+def test_an_interpolated_default_is_resolved(tmp_path):
+    """A defaults entry that interpolates a group choice (Hydra builds its map of known choices only
+    where such an entry is)."""
+    write(tmp_path / "mine.yaml", "defaults:\n  - ppo_trainer\n  - extra@trainer.extra: ${model_engine}\n"
+          "  - _self_\n")
+    for engine in ("dp", "megatron"):
+        write(tmp_path / "extra" / f"{engine}.yaml", f"# For {engine}.\nmessage: {engine}\n")
+    for engine in ("dp", "megatron"):
+        cfg = compose_raw("mine", [f"model_engine={engine}"], str(tmp_path))
+        assert cfg.trainer.extra.message == engine

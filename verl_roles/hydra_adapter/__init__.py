@@ -23,6 +23,10 @@ when a Hydra release changes it (Hydra is pinned below 1.4, OmegaConf below 2.4)
     through a list -- tests/test_bad_inputs.py (``override/name-inside-a-list``).
   - ``hydra._internal.config_loader_impl.get_overrides_dirname``: the placeholder of a sweep job that
     does not compose -- tests/test_sweep.py (``test_an_invalid_job_fails_alone[does-not-compose]``).
+  - ``hydra._internal.defaults_list._create_interpolation_map``: the module global Hydra's defaults tree
+    calls for every config is replaced during the same call by a version that builds the map only
+    for a defaults list holding an interpolated default (nothing else reads it) --
+    tests/test_compose_cache.py (``test_an_interpolated_default_is_resolved``, ``*_node_for_node``).
   - ``hydra._internal.defaults_list.DefaultsList``: a memoized list with this call's value overrides
     -- tests/test_compose_cache.py.
   - ``hydra._internal.config_repository.ConfigRepository`` / ``CachingConfigRepository``: subclassed
