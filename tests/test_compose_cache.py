@@ -253,3 +253,18 @@ def test_an_interpolated_default_is_resolved(tmp_path):
     for engine in ("dp", "megatron"):
         cfg = compose_raw("mine", [f"model_engine={engine}"], str(tmp_path))
         assert cfg.trainer.extra.message == engine
+
+
+@pytest.mark.parametrize("engine", ["dp", "megatron"])
+def test_rules_read_the_values_omegaconfs_select_gives(engine):
+    """The rules' reader (verl_roles.rules.values.get, walking node contents where it can) gives what
+    OmegaConf.select gives, for every key of a resolved config and for keys it does not hold."""
+    from verl_roles.omegaconf_adapter.nodes import key_paths
+    from verl_roles.rules.values import UNSET, get
+
+    cfg = verl_roles.compose([f"model_engine={engine}", "trainer.logger=[console,wandb]"])
+    keys = [*key_paths(cfg), "trainer.logger.0", "no_such.key", "trainer.no_such_key", "trainer..x"]
+    for key in keys:
+        expected = OmegaConf.select(cfg, key, default=UNSET, throw_on_missing=False)
+        found = get(cfg, key)
+        assert found is expected or found == expected and type(found) is type(expected), key
