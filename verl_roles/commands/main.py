@@ -19,6 +19,7 @@ same gated loader, and write nothing.
 
 from __future__ import annotations
 
+import gc
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -214,7 +215,12 @@ def _refuse_config_path(command: CommandLine) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the main job on ``argv`` (default: the process arguments); return the exit code."""
+    """Run the main job on ``argv`` (default: the process arguments); return the exit code.
+
+    What importing left behind (modules, classes, Hydra's and OmegaConf's tables) lives as long as the
+    process: ``gc.freeze`` takes it out of the cyclic collector's view, which then walks only the run's
+    own objects (about 3% of a cold run's instructions; garbage is still collected as before)."""
+    gc.freeze()
     return run_main_job(list(sys.argv[1:] if argv is None else argv))[0]
 
 
