@@ -268,3 +268,21 @@ def test_rules_read_the_values_omegaconfs_select_gives(engine):
         expected = OmegaConf.select(cfg, key, default=UNSET, throw_on_missing=False)
         found = get(cfg, key)
         assert found is expected or found == expected and type(found) is type(expected), key
+
+
+def test_a_hydra_setting_that_refers_to_a_task_key_is_composed_by_hydras_merge(monkeypatch, plain_used,
+                                                                               tmp_path):
+    """Hydra's merge of the hydra node alone would resolve such a reference without the task keys: the
+    plain composition declines it, and the result is Hydra's."""
+    write(tmp_path / "mine.yaml", "defaults:\n  - ppo_trainer\n  - _self_\n\nhydra:\n  job:\n"
+          "    name: ${trainer.project_name}\n")
+    clear_caches()
+    ours = compose_full("mine", [], str(tmp_path))
+    OmegaConf.clear_cache(ours)
+    assert not plain_used
+    assert ours.hydra.job.name == ours.trainer.project_name
+    hydras_merge_only(monkeypatch)
+    clear_caches()
+    reference = compose_full("mine", [], str(tmp_path))
+    OmegaConf.clear_cache(reference)
+    assert fingerprint(ours) == fingerprint(reference)

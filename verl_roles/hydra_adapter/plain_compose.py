@@ -17,12 +17,14 @@ cold run for the ~40 files of the megatron config. The task part of those files 
 Whatever the plain rules do not model exactly raises :class:`NotPlain` (a structured or schema-matched
 config, a file that is not a mapping, a merge OmegaConf refuses, an interpolation whose resolution during
 the merge could matter, a value OmegaConf would convert, a ``hydra.searchpath`` outside the primary
-config, a defaults list that does not start with Hydra's node), and the caller composes with Hydra's own
+config, a ``hydra`` setting that refers to a task key, a defaults list that does not start with Hydra's
+node), and the caller composes with Hydra's own
 code instead. ``tests/test_compose_cache.py`` checks node for node that both give the same config.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -77,6 +79,7 @@ def plan(defaults: Sequence[ResultDefault], repo: Any, layer: Layer | None) -> P
             embedded = layer.apply_plain(default, embedded)
         if HYDRA in embedded:
             _check_searchpath(default, embedded[HYDRA])
+            _check_hydra_references(embedded[HYDRA])
             if len(embedded) == 1:
                 hydra_defaults.append(default)
             else:
@@ -117,6 +120,25 @@ def _check_searchpath(default: ResultDefault, hydra: Any) -> None:
         return
     if not isinstance(hydra, dict) or hydra.get("searchpath") is not None:
         raise NotPlain("hydra.searchpath outside the primary config")
+
+
+# What follows `${` in a value of the hydra node that Hydra's merge of that node alone resolves as the
+# whole composition would: a key of the hydra node itself, or a resolver's name.
+_HYDRA_OWN = re.compile(r"\$\{(?:hydra[.:}]|[A-Za-z_][\w.]*:)")
+
+
+def _check_hydra_references(node: Any) -> None:
+    """Hydra's merge of the ``hydra`` node runs without the task keys beside it. OmegaConf resolves a
+    value it merges over, and a reference from the ``hydra`` node to a task key could then find a
+    section the whole composition has: leave any such reference to Hydra's merge of everything."""
+    if isinstance(node, dict):
+        for value in node.values():
+            _check_hydra_references(value)
+    elif isinstance(node, list):
+        for value in node:
+            _check_hydra_references(value)
+    elif isinstance(node, str) and node.count("${") != len(_HYDRA_OWN.findall(node)):
+        raise NotPlain(f"{node} in the hydra node refers outside it")
 
 
 def _check_no_schema(default: ResultDefault, repo: Any) -> None:
