@@ -3,6 +3,7 @@
     python benchmarks/bench.py            # everything (about a minute on 2 cores)
     python benchmarks/bench.py --quick    # fewer repetitions, a 16-point sweep
     python benchmarks/bench.py --verl-python VENV_0_9_1/bin/python --verl-python VENV_0_8_0/bin/python
+    python benchmarks/bench.py --cli-only --baseline /tmp/before   # the CLI against another checkout
 
 Prints, each as a ratio to its reference where an issue sets a target:
 
@@ -147,7 +148,7 @@ def row(label: str, value: str, note: str = "") -> None:
 # --- CLI end to end -------------------------------------------------------------------------------
 
 
-def bench_cli(work: Path, repeats: int, verl_pythons: dict[str, str]) -> None:
+def bench_cli(work: Path, repeats: int, verl_pythons: dict[str, str], baseline: Path | None = None) -> None:
     print("CLI end to end (fresh process each, median of", repeats, "runs after one warm-up run each)")
     hello = work / "hello"
     hello.mkdir()
@@ -165,6 +166,11 @@ def bench_cli(work: Path, repeats: int, verl_pythons: dict[str, str]) -> None:
         "our_tree": ([python, str(work / "our_tree_app.py"), "model_engine=megatron",
                       f"hydra.run.dir={work / 't'}-{{n}}"], child_env()),
     }
+    if baseline is not None:
+        env = child_env()
+        env["PYTHONPATH"] = str(baseline) + env["PYTHONPATH"][len(str(REPO)):]
+        run_dir = f"hydra.run.dir={work / 'b'}-{{n}}"
+        commands["baseline"] = ([python, "-m", "verl_roles.main", "model_engine=megatron", run_dir], env)
     if verl_pythons:
         (work / "verl_tree_app.py").write_text(textwrap.dedent(VERL_TREE_APP), encoding="utf-8")
     for release, verl_python in verl_pythons.items():
@@ -191,10 +197,16 @@ def bench_cli(work: Path, repeats: int, verl_pythons: dict[str, str]) -> None:
         f"ratio {ours_ms / hello_ms:.2f}x (target <= 2.3x)")
     row("plain Hydra app composing our conf/ (megatron)", f"{tree_ms:.0f} ms",
         f"verl_roles.main / it: {ours_ms / tree_ms:.2f}x")
+    base_ms = median_ms(samples["baseline"]) if baseline is not None else None
+    if base_ms is not None:
+        row(f"the same command, checkout {baseline.name}", f"{base_ms:.0f} ms",
+            f"ratio {base_ms / hello_ms:.2f}x; this checkout / it: {ours_ms / base_ms:.2f}x")
     for release in verl_pythons:
         verl_tree_ms = median_ms(samples[f"verl {release}"])
         row(f"plain Hydra app composing verl {release}'s own tree (megatron)", f"{verl_tree_ms:.0f} ms")
         row("  verl_roles.main / that app", f"{ours_ms / verl_tree_ms:.2f}x", "target <= 0.7x")
+        if base_ms is not None:
+            row(f"  checkout {baseline.name} / that app", f"{base_ms / verl_tree_ms:.2f}x")
 
 
 # --- in-process compose ---------------------------------------------------------------------------
@@ -381,6 +393,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a Python where a verl release is installed: time its own compose + resolve as the reference "
         "of ours for that release (repeatable, one per release)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        type=Path,
+        help="another checkout of verl_roles (e.g. `git worktree add /tmp/before HEAD~3`): its CLI is timed "
+        "in the same run, interleaved, so a change is measured against what it changed",
+    )
+    parser.add_argument("--cli-only", action="store_true", help="only the CLI measurements")
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 25
     cli_repeats = 3 if args.quick else 7
@@ -394,7 +414,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         inherited = f"inherited (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})"
         print("bytecode:", inherited if args.inherit_bytecode_settings else "children keep a bytecode cache")
         verl_pythons = {installed_release(python): python for python in args.verl_python}
-        bench_cli(work, cli_repeats, verl_pythons)
+        bench_cli(work, cli_repeats, verl_pythons, args.baseline.resolve() if args.baseline else None)
+        if args.cli_only:
+            return 0
         compose_ms = bench_compose(repeats)
         for release, python in verl_pythons.items():
             bench_verl_reference(python, release, repeats, compose_ms)

@@ -8,11 +8,16 @@ from conftest import CONF, write
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from node_fingerprint import fingerprint
 from omegaconf import OmegaConf
 
 import verl_roles
+from verl_roles import releases
+from verl_roles.api import compose_full, compose_raw
 from verl_roles.cmdline import CommandLine
 from verl_roles.flat_lora import add_flat_lora_keys
+from verl_roles.hydra_adapter import plain_compose
+from verl_roles.hydra_adapter.caches import clear_caches
 from verl_roles.omegaconf_adapter.yaml_dialect import load_yaml
 from verl_roles.run_files import to_yaml
 from verl_roles.sequence_parallel import write_effective_sequence_parallel
@@ -138,3 +143,146 @@ def test_fast_yaml_loader_keeps_omegaconf_scalar_rules(tmp_path, text):
     fast, reference = OmegaConf.to_container(load_yaml(text)), OmegaConf.to_container(OmegaConf.load(path))
     assert fast == reference
     assert [type(v) for v in fast.values()] == [type(v) for v in reference.values()]
+
+
+# --- the plain composition of the task part (verl_roles/hydra_adapter/plain_compose.py) ---------------
+
+
+@pytest.fixture
+def plain_used(monkeypatch):
+    """Counts the compositions whose task part was merged as plain data."""
+    used = []
+    plan = plain_compose.plan
+
+    def counting(*args, **kwargs):
+        found = plan(*args, **kwargs)
+        used.append(found)
+        return found
+
+    monkeypatch.setattr(plain_compose, "plan", counting)
+    return used
+
+
+def hydras_merge_only(monkeypatch) -> None:
+    def declined(*args, **kwargs):
+        raise plain_compose.NotPlain("off for the reference")
+
+    monkeypatch.setattr(plain_compose, "plan", declined)
+
+
+def cold_full(overrides: list[str], config_dir: str | None = None):
+    clear_caches()
+    cfg = compose_full("ppo_trainer", overrides, config_dir)
+    OmegaConf.clear_cache(cfg)  # ${now:...} values of this call
+    return cfg
+
+
+@pytest.mark.parametrize("release", releases.supported())
+@pytest.mark.parametrize("engine", ["dp", "megatron", "torchtitan", "veomni"])
+def test_plain_composition_equals_hydras_merge_node_for_node(monkeypatch, plain_used, engine, release):
+    overrides = [f"model_engine={engine}", releases.choice(release), "critic.optim.lr=3e-5",
+                 "+trainer.extra=1", "~trainer.val_before_train", "hydra.job.chdir=false"]
+    plain = cold_full(overrides)
+    assert plain_used, "the plain composition was not used"
+    hydras_merge_only(monkeypatch)
+    assert fingerprint(plain) == fingerprint(cold_full(overrides))
+    assert fingerprint(compose_full("ppo_trainer", overrides)) == fingerprint(plain)  # a memo hit
+
+
+@pytest.mark.parametrize("overrides", OVERRIDE_SETS, ids=lambda o: " ".join(o) or "defaults")
+def test_composition_equals_stock_hydra_node_for_node(plain_used, overrides):
+    clear_caches()
+    ours = compose_raw("ppo_trainer", overrides)
+    assert plain_used
+    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+        stock = hydra_compose(config_name="ppo_trainer", overrides=overrides)
+    OmegaConf.clear_cache(ours), OmegaConf.clear_cache(stock)
+    assert fingerprint(ours) == fingerprint(stock)
+
+
+# A user's primary config that exercises the merge rules through files: Hydra settings beside task keys,
+# _self_ first, a file at the top level, a reference merged over, None over a section, ??? over a value,
+# a list replaced, and a `defaults` key inside a section (data, not a defaults list).
+USER_PRIMARY = """defaults:
+  - _self_
+  - ppo_trainer
+  - extra@_global_: top
+  - override model_engine: megatron
+
+hydra:
+  job:
+    name: mine
+trainer:
+  total_epochs: 7
+  note: ${trainer.project_name}
+"""
+USER_TOP = """trainer:
+  note: fixed
+  logger: [console]
+  total_epochs: ???
+  section:
+    defaults: [a, b]
+data:
+  custom_cls: null
+"""
+
+
+def test_plain_composition_of_a_users_files_equals_hydras_merge(monkeypatch, plain_used, tmp_path):
+    write(tmp_path / "mine.yaml", USER_PRIMARY)
+    write(tmp_path / "extra" / "top.yaml", USER_TOP)
+    clear_caches()
+    plain = compose_full("mine", [], str(tmp_path))
+    OmegaConf.clear_cache(plain)
+    assert plain_used
+    assert plain.trainer.note == "fixed" and plain.trainer.total_epochs == 30  # ppo_trainer after _self_
+    assert plain.data.custom_cls is None and plain.hydra.job.name == "mine"
+    hydras_merge_only(monkeypatch)
+    clear_caches()
+    reference = compose_full("mine", [], str(tmp_path))
+    OmegaConf.clear_cache(reference)
+    assert fingerprint(plain) == fingerprint(reference)
+
+
+def test_an_interpolated_default_is_resolved(tmp_path):
+    """A defaults entry that interpolates a group choice (Hydra builds its map of known choices only
+    where such an entry is)."""
+    write(tmp_path / "mine.yaml", "defaults:\n  - ppo_trainer\n  - extra@trainer.extra: ${model_engine}\n"
+          "  - _self_\n")
+    for engine in ("dp", "megatron"):
+        write(tmp_path / "extra" / f"{engine}.yaml", f"# For {engine}.\nmessage: {engine}\n")
+    for engine in ("dp", "megatron"):
+        cfg = compose_raw("mine", [f"model_engine={engine}"], str(tmp_path))
+        assert cfg.trainer.extra.message == engine
+
+
+@pytest.mark.parametrize("engine", ["dp", "megatron"])
+def test_rules_read_the_values_omegaconfs_select_gives(engine):
+    """The rules' reader (verl_roles.rules.values.get, walking node contents where it can) gives what
+    OmegaConf.select gives, for every key of a resolved config and for keys it does not hold."""
+    from verl_roles.omegaconf_adapter.nodes import key_paths
+    from verl_roles.rules.values import UNSET, get
+
+    cfg = verl_roles.compose([f"model_engine={engine}", "trainer.logger=[console,wandb]"])
+    keys = [*key_paths(cfg), "trainer.logger.0", "no_such.key", "trainer.no_such_key", "trainer..x"]
+    for key in keys:
+        expected = OmegaConf.select(cfg, key, default=UNSET, throw_on_missing=False)
+        found = get(cfg, key)
+        assert found is expected or found == expected and type(found) is type(expected), key
+
+
+def test_a_hydra_setting_that_refers_to_a_task_key_is_composed_by_hydras_merge(monkeypatch, plain_used,
+                                                                               tmp_path):
+    """Hydra's merge of the hydra node alone would resolve such a reference without the task keys: the
+    plain composition declines it, and the result is Hydra's."""
+    write(tmp_path / "mine.yaml", "defaults:\n  - ppo_trainer\n  - _self_\n\nhydra:\n  job:\n"
+          "    name: ${trainer.project_name}\n")
+    clear_caches()
+    ours = compose_full("mine", [], str(tmp_path))
+    OmegaConf.clear_cache(ours)
+    assert not plain_used
+    assert ours.hydra.job.name == ours.trainer.project_name
+    hydras_merge_only(monkeypatch)
+    clear_caches()
+    reference = compose_full("mine", [], str(tmp_path))
+    OmegaConf.clear_cache(reference)
+    assert fingerprint(ours) == fingerprint(reference)

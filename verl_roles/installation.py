@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import sys
 from functools import cache
-from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DISTRIBUTION = "verl_roles"
@@ -48,6 +51,8 @@ def _installed_distribution(root: Path) -> metadata.Distribution | None:
     """The first installed verl_roles on Python's path that is not the checkout's own build metadata
     (``pip install -e`` leaves a ``verl_roles.egg-info`` in the checkout, which Python finds first when
     the working directory is the checkout; it is no other copy)."""
+    from importlib import metadata  # imported when asked: a run from an installed copy never needs it
+
     for dist in metadata.distributions(name=DISTRIBUTION):
         if Path(str(dist.locate_file(""))).resolve() != root.resolve():
             return dist

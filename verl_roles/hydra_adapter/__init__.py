@@ -23,6 +23,10 @@ when a Hydra release changes it (Hydra is pinned below 1.4, OmegaConf below 2.4)
     through a list -- tests/test_bad_inputs.py (``override/name-inside-a-list``).
   - ``hydra._internal.config_loader_impl.get_overrides_dirname``: the placeholder of a sweep job that
     does not compose -- tests/test_sweep.py (``test_an_invalid_job_fails_alone[does-not-compose]``).
+  - ``hydra._internal.defaults_list._create_interpolation_map``: the module global Hydra's defaults tree
+    calls for every config is replaced during the same call by a version that builds the map only
+    for a defaults list holding an interpolated default (nothing else reads it) --
+    tests/test_compose_cache.py (``test_an_interpolated_default_is_resolved``, ``*_node_for_node``).
   - ``hydra._internal.defaults_list.DefaultsList``: a memoized list with this call's value overrides
     -- tests/test_compose_cache.py.
   - ``hydra._internal.config_repository.ConfigRepository`` / ``CachingConfigRepository``: subclassed
@@ -34,6 +38,12 @@ when a Hydra release changes it (Hydra is pinned below 1.4, OmegaConf below 2.4)
     ._read_config`` and ``hydra.plugins.config_source.ConfigSource._get_header_dict`` --
     tests/test_compose_cache.py, tests/test_roles.py (``test_user_role_option_from_config_dir``).
   - ``hydra._internal.utils.create_config_search_path`` -- every composing test.
+``plain_compose`` (the task part of a defaults list merged as plain data)
+  - ``ConfigLoaderImpl._compose_config_from_defaults_list`` called on the defaults that hold a ``hydra``
+    node, with ``_load_single_config`` handing over that node alone for a file that also holds task
+    keys; ``ConfigSource._normalize_file_name`` and the schema source's ``load_config`` (Hydra's
+    schema matching, which declines the plain merge) -- tests/test_compose_cache.py
+    (``test_plain_composition_equals_hydras_merge_node_for_node``, ``..._of_a_users_files_...``).
 ``app`` (the main job as a Hydra app)
   - ``hydra._internal.utils.get_args_parser`` and ``_run_hydra``: what ``@hydra.main``
     calls, on our argument list instead of ``sys.argv`` -- tests/test_main_cli.py

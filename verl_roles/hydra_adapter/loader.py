@@ -39,6 +39,7 @@ from verl_roles import containment, gate, releases
 from verl_roles.cmdline import hydra_parse
 from verl_roles.config_tree import is_internal_group
 from verl_roles.errors import ConfigError, Problem
+from verl_roles.hydra_adapter import plain_compose
 from verl_roles.hydra_adapter.caches import (
     CachedRepository,
     CallRepository,
@@ -47,6 +48,7 @@ from verl_roles.hydra_adapter.caches import (
     defaults_list_memo,
     sources_key,
 )
+from verl_roles.hydra_adapter.plain_compose import PlainComposition
 from verl_roles.hydra_adapter.release_layer import Layer, for_defaults
 from verl_roles.hydra_adapter.sources import freeze, is_ours, is_shipped, thaw
 
@@ -67,6 +69,9 @@ class ConfigLoader(ConfigLoaderImpl):
         self.served: Any = None
         # The layer of the verl release the defaults list being loaded picks (None: nothing to apply).
         self.layer: Layer | None = None
+        # While Hydra merges the ``hydra`` node of a plain composition: the view to load for a default
+        # that also holds task keys (by ``id`` of the default).
+        self._views: dict[int, Any] = {}
 
     # --- a served run ----------------------------------------------------------------------------
 
@@ -159,6 +164,9 @@ class ConfigLoader(ConfigLoaderImpl):
         self.layer = for_defaults(defaults)
 
     def _load_single_config(self, default: ResultDefault, repo: Any) -> Any:
+        view = self._views.get(id(default))
+        if view is not None:
+            return view
         result = super()._load_single_config(default=default, repo=repo)
         if self.layer is None or not is_ours(result):
             return result
@@ -171,6 +179,8 @@ class ConfigLoader(ConfigLoaderImpl):
         memo = cache.composed.get(key)
         if memo is not None:
             template, self._catalog, self._user_files = memo
+            if isinstance(template, plain_compose.PlainComposition):
+                return template.thaw()
             return thaw(template)
         loaded = [(d, repo.load_config(config_path=str(d.config_path))) for d in defaults
                   if d.config_path is not None]
@@ -179,14 +189,48 @@ class ConfigLoader(ConfigLoaderImpl):
             (d.package or "", _file_path(result, str(d.config_path)), copy.deepcopy(result.config))
             for d, result in loaded if result is not None and not is_shipped(result)
         )
-        cfg = super()._compose_config_from_defaults_list(defaults, repo)
-        # The merge adopts the nodes of the files it merges, as in stock Hydra: it was handed the loaded
-        # files themselves, so drop them from the file cache (a later new defaults list reads them again).
-        for default in defaults:
-            cache.files.pop(str(default.config_path), None)
-        cache.composed[key] = (freeze(cfg), catalog, user_files)
+        composed = self._compose_plain(defaults, repo)
+        if composed is not None:
+            cfg, template = composed
+        else:
+            cfg = super()._compose_config_from_defaults_list(defaults, repo)
+            # The merge adopts the nodes of the files it merges, as in stock Hydra: it was handed the loaded
+            # files themselves, so drop them from the file cache (a later new defaults list reads them
+            # again).
+            for default in defaults:
+                cache.files.pop(str(default.config_path), None)
+            template = freeze(cfg)
+        cache.composed[key] = (template, catalog, user_files)
         self._catalog, self._user_files = catalog, user_files
         return cfg
+
+    def _compose_plain(
+        self, defaults: list[ResultDefault], repo: Any
+    ) -> tuple[DictConfig, PlainComposition] | None:
+        """The composition of ``defaults`` with its task part merged as plain data
+        (:mod:`verl_roles.hydra_adapter.plain_compose`), and what the memo keeps of it; None when the
+        plain merge does not model it exactly (Hydra's own merge then composes it)."""
+        try:
+            split = plain_compose.plan(defaults, repo, self.layer)
+            task = plain_compose.built_task(split.task)
+        except plain_compose.NotPlain:
+            return None
+        cache = cache_for(repo.get_sources())
+        self._views = split.views
+        try:
+            root = super()._compose_config_from_defaults_list(split.hydra_defaults, repo)
+        except Exception:  # noqa: BLE001 - Hydra's own composition of the whole list raises it as Hydra does
+            return None
+        finally:
+            self._views = {}
+            for default in split.hydra_defaults:
+                if id(default) not in split.views:
+                    cache.files.pop(str(default.config_path), None)
+        try:
+            template = plain_compose.PlainComposition(root, split.task)
+            return plain_compose.add_task(root, task), template
+        except plain_compose.NotPlain:
+            return None
 
     def get_group_options(
         self,

@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf, flag_override
 
 from verl_roles import releases
 from verl_roles.layout import ENGINE_ALIASES, ENGINE_KEY
+from verl_roles.omegaconf_adapter.plain_merge import copy_plain, merge
 
 _DELETE = object()
 
@@ -77,6 +78,43 @@ class Layer:
             config = OmegaConf.merge(config, self.added)
         result.config = config
         return result
+
+
+    def apply_plain(self, default: ResultDefault, data: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`apply` on the plain data of a shipped file embedded at its package (``data`` is shared:
+        an edited copy is returned)."""
+        adds = default.config_path == self.option and self.added
+        if not (adds or _touches_plain(data, self.trie)):
+            return data
+        data = copy_plain(data)
+        _edit_plain(data, self.trie)
+        if adds:
+            merge(data, self.added, data)
+        return data
+
+
+def _touches_plain(data: dict[str, Any], trie: dict[str, Any]) -> bool:
+    for key, edit in trie.items():
+        if key not in data:
+            continue
+        if not isinstance(edit, dict):
+            return True
+        child = data[key]
+        if type(child) is dict and _touches_plain(child, edit):
+            return True
+    return False
+
+
+def _edit_plain(data: dict[str, Any], trie: dict[str, Any]) -> None:
+    for key, edit in trie.items():
+        if key not in data:
+            continue
+        if edit is _DELETE:
+            del data[key]
+        elif isinstance(edit, _Set):
+            data[key] = copy.deepcopy(edit.value)
+        elif type(data[key]) is dict:
+            _edit_plain(data[key], edit)
 
 
 def _touches(config: DictConfig, trie: dict[str, Any]) -> bool:

@@ -3,7 +3,7 @@
 Hydra reads every config file through a *config source* (one per search-path entry). Ours replace
 Hydra's two file-backed ones:
 
-- ``pkg://`` (Hydra's own configs, a plugin's): parsed with :func:`load_yaml` (PyYAML's C parser in
+- ``pkg://`` (Hydra's own configs, a plugin's): parsed with :func:`load_plain` (PyYAML's C parser in
   OmegaConf's dialect), each file once per version of it, shared by every set of sources;
 - ``file://`` (the shipped ``conf/`` tree, a ``--config-dir``, every ``hydra.searchpath`` folder): a
   file of the shipped tree is parsed once per version of it, shared by every set of sources like a
@@ -33,13 +33,13 @@ from verl_roles import containment
 from verl_roles.config_tree import CONF_DIR, unreadable_folder
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.limits import read_config_file
-from verl_roles.omegaconf_adapter.yaml_dialect import header_line, key_lines, load_plain, load_yaml, to_config
+from verl_roles.omegaconf_adapter.yaml_dialect import header_line, key_lines, load_plain, to_config
 
 # The shipped files as parsed (Hydra's and plugins' pkg:// configs, and our conf/ tree however a search
 # path names it), by (file, modification time, size), pickled: shared by every set of config sources
 # (each new --config-dir is a set of its own, whose caches start empty), and each reader gets its own
 # copy (a composition adopts the nodes it is given). A user's files are never kept here.
-_PACKAGE_FILES: dict[tuple[str, int, int], tuple[bytes, dict[str, str | None]]] = {}
+_PACKAGE_FILES: dict[tuple[str, int, int], tuple[bytes, dict[str, str | None], Any]] = {}
 
 
 def _file_stamp(res: Any) -> tuple[str, int, int] | None:
@@ -78,32 +78,33 @@ class _Lookups:
 
 
 class _PackageSource(_Lookups, ImportlibResourcesConfigSource):
-    """``pkg://`` source parsing with :func:`load_yaml`, each file once per version of it."""
+    """``pkg://`` source parsing with :func:`load_plain`, each file once per version of it."""
 
     def _read_config(self, res: Any) -> ConfigResult:
         stamp = _file_stamp(res)
         parsed = _PACKAGE_FILES.get(stamp) if stamp is not None else None
         if parsed is not None:
-            frozen, header = parsed
+            frozen, header, data = parsed
             config = thaw(frozen)
         else:
             text = res.read_bytes().decode("utf-8")
-            config = load_yaml(text, name=str(res))
+            data = load_plain(text, str(res))
+            config = to_config(data, str(res))
             header = ConfigSource._get_header_dict(text[:512])
             frozen = freeze(config)
             if stamp is not None and isinstance(frozen, bytes):
-                _PACKAGE_FILES[stamp] = (frozen, header)
-        return ConfigResult(
+                _PACKAGE_FILES[stamp] = (frozen, header, data)
+        return with_plain(ConfigResult(
             config=config,
             path=f"{self.scheme()}://{self.path}",
             provider=self.provider,
             header=dict(header),
-        )
+        ), data)
 
 
 class _FileSource(_Lookups, FileConfigSource):
     """``file://`` source (the shipped tree, ``--config-dir``, ``hydra.searchpath``) parsing with
-    :func:`load_yaml`; every file outside the shipped tree is checked as a user's file."""
+    :func:`load_plain`; every file outside the shipped tree is checked as a user's file."""
 
     @property
     def shipped(self) -> bool:
@@ -122,7 +123,7 @@ class _FileSource(_Lookups, FileConfigSource):
         stamp = _file_stamp(Path(full_path)) if shipped else None
         parsed = _PACKAGE_FILES.get(stamp) if stamp is not None else None
         if parsed is not None:
-            frozen, header = parsed
+            frozen, header, data = parsed
             config = thaw(frozen)
         else:
             text = read_config_file(full_path, key=full_path)
@@ -133,13 +134,13 @@ class _FileSource(_Lookups, FileConfigSource):
             config = to_config(data, full_path)
             frozen = freeze(config) if stamp is not None else None
             if stamp is not None and isinstance(frozen, bytes):
-                _PACKAGE_FILES[stamp] = (frozen, header)
-        return ConfigResult(
+                _PACKAGE_FILES[stamp] = (frozen, header, data)
+        return with_plain(ConfigResult(
             config=config,
             path=f"{self.scheme()}://{self.path}",
             provider=self.provider,
             header=dict(header),
-        )
+        ), data)
 
 
 def _header(text: str, file: str) -> dict[str, str | None]:
@@ -193,6 +194,24 @@ def is_shipped(result: ConfigResult) -> bool:
     own tree; not from a user's folder."""
     scheme, _, rest = str(result.path).partition("://")
     return scheme != "file" or os.path.realpath(rest) == str(CONF_DIR)
+
+
+# The attribute of a loaded result holding the file's data as read (plain dicts, lists and scalars;
+# without the top-level ``defaults``, which Hydra takes out of the config too). Shared: never changed.
+_PLAIN = "verl_roles_plain"
+
+
+def with_plain(result: ConfigResult, data: Any) -> ConfigResult:
+    """``result`` carrying the data its config was made from (for the plain composition)."""
+    if isinstance(data, dict) and "defaults" in data:
+        data = {key: value for key, value in data.items() if key != "defaults"}
+    setattr(result, _PLAIN, {} if data is None else data)
+    return result
+
+
+def plain_of(result: ConfigResult) -> Any:
+    """The data a loaded result was made from (see :func:`with_plain`), or None (a structured config)."""
+    return getattr(result, _PLAIN, None)
 
 
 def freeze(cfg: DictConfig) -> bytes | DictConfig:

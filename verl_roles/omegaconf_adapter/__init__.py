@@ -21,6 +21,11 @@ private API. Each private symbol used here, and the test that fails when a relea
     equals OmegaConf's), tests/test_explain.py (raw values), tests/test_errors.py (did-you-mean key
     paths, mandatory values), tests/test_schema.py (the type check reads values through ``raw_items``),
     tests/test_bad_inputs.py (NaN at any key: ``scalar_leaves``).
+``build`` (configs built node by node from plain data)
+  - ``omegaconf._utils.get_value_kind`` (a string's interpolation checked as ``OmegaConf.create`` checks
+    it), ``omegaconf.base.Metadata`` / ``ContainerMetadata``, and each node's ``__dict__`` entries
+    ``_metadata``, ``_parent``, ``_flags_cache``, ``_content``, ``_val`` -- tests/test_plain_merge.py
+    (``test_build_equals_omegaconf_create``), tests/test_compose_cache.py (``*_node_for_node``).
 
 ``tests/test_layers.py`` fails when any module outside the two adapter packages uses a private symbol,
 and when a symbol used here is not listed above.

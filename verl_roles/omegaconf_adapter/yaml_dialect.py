@@ -19,6 +19,7 @@ from omegaconf._utils import OmegaConfDumper, get_yaml_loader
 
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.limits import MAX_NESTING, nesting_depth, too_deep, too_many_values
+from verl_roles.omegaconf_adapter.build import NotPlainData, build
 
 _OMEGACONF_LOADER = get_yaml_loader()
 
@@ -75,7 +76,14 @@ def to_config(obj: Any, name: str) -> DictConfig | ListConfig:
             key=name, message=f"holds a single value ({obj!r}), not a mapping of keys to values",
             fix="write `key: value` lines (a config file is a YAML mapping)",
         )])
-    return OmegaConf.create() if obj is None else OmegaConf.create(obj)
+    if obj is None:
+        return OmegaConf.create()
+    if isinstance(obj, dict):
+        try:
+            return build(obj)  # OmegaConf.create's nodes, built directly (about ten times faster)
+        except NotPlainData:
+            pass
+    return OmegaConf.create(obj)
 
 
 def key_lines(text: str) -> dict[str, int]:

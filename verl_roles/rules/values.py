@@ -16,12 +16,16 @@ from verl_roles.layout import (
     Engine,
     engine,
 )
+from verl_roles.omegaconf_adapter.nodes import ASK_OMEGACONF, select_quickly
 
 UNSET = object()
 
 
 def get(cfg: DictConfig, key: str) -> object:
     """The resolved value at ``key``, or ``UNSET`` when the key is absent or cannot be resolved."""
+    value = select_quickly(cfg, key)
+    if value is not ASK_OMEGACONF:
+        return value
     try:
         return OmegaConf.select(cfg, key, default=UNSET, throw_on_missing=False)
     except Exception:  # noqa: BLE001 - a broken interpolation is reported where it is resolved
