@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -372,6 +373,40 @@ def test_launch_runs_verl_as_far_as_the_missing_gpu_and_stops_where_verls_own_co
     for side, run in runs.items():
         reached = verl_ray.milestones(run.output, stops[side])
         assert reached == expected, f"{side}: reached {reached}, not {expected} ({why}):\n{ours.describe()}"
+
+
+# A run that starts a child in a process group of its own (as Ray starts its workers); the child starts
+# one more, which writes the three process ids and waits, as they all do.
+SPAWNER = """\
+import os, subprocess, sys, time
+depth, record = int(sys.argv[1]), sys.argv[2]
+if depth < 2:
+    itself = f"CODE = {CODE!r}\\n{CODE}"
+    subprocess.Popen([sys.executable, "-c", itself, str(depth + 1), record],
+                     process_group=0 if depth == 0 else None)
+else:
+    with open(record, "w") as out:
+        out.write(f"{os.getppid()} {os.getpid()}")
+time.sleep(600)
+"""
+
+
+def test_a_run_that_outlives_its_timeout_is_stopped_with_every_process_it_started(tmp_path: Path):
+    """The Ray runs' guarantee, without Ray: a run past its timeout ends, and so does everything it
+    started, in other process groups too."""
+    record = tmp_path / "pids"
+    code = f"CODE = {SPAWNER!r}\n{SPAWNER}"
+    run = verl_ray.Run([sys.executable, "-c", code, "0", str(record)], cli_env(), tmp_path, tmp_path / "log")
+    deadline = time.monotonic() + 60
+    while not (record.exists() and record.read_text()):
+        assert run.process.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
+        time.sleep(0.1)
+    started = [run.process.pid, *map(int, record.read_text().split())]
+    assert all(verl_ray.alive(pid) for pid in started)
+    assert set(started) <= set(verl_ray.session_members(run.process.pid))
+    finished = run.finish(timeout_s=1)
+    assert finished.timed_out and finished.returncode is None
+    assert not any(verl_ray.alive(pid) for pid in started)
 
 
 def test_the_install_hint_names_the_interpreter_it_is_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

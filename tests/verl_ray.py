@@ -75,11 +75,12 @@ def kill_session(leader: int, grace_s: float = KILL_GRACE_S) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and any(_alive(pid) for pid in members):
+        while time.monotonic() < deadline and any(alive(pid) for pid in members):
             time.sleep(0.2)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended and not yet reaped, does not)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
     except OSError:
