@@ -25,13 +25,17 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 HEAD_START_TIMEOUT_S = 300
 # A run on an idle 2-core machine takes about a minute; a loaded one, several.
 RUN_TIMEOUT_S = 900
 KILL_GRACE_S = 10
+# Logical CPUs of a head (Ray counts them, nothing checks them against the machine). A run holds about
+# six: its TaskRunner, TransferQueue's controller and storage unit, and the resource pool's bundle (three,
+# verl's max_colocate_count); the rest is room for the previous run's actors while Ray removes them.
+HEAD_CPUS = 16
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # A line a Ray worker printed, as the driver relays it: "(WorkerDict pid=123) ...".
@@ -142,7 +146,6 @@ class RayHead:
     address: str
     run: Run
     temp_dir: Path
-    env: dict[str, str] = field(repr=False)
 
 
 def free_port() -> int:
@@ -161,7 +164,7 @@ def spawn_head(python: str, env: dict[str, str], log: Path, cpus: int, gpus: int
         f"--ray-client-server-port={free_port()}", f"--num-cpus={cpus}", f"--num-gpus={gpus}",
         "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp_dir}",
     ]
-    return RayHead(address="", run=Run(argv, env, log.parent, log), temp_dir=temp_dir, env=env)
+    return RayHead(address="", run=Run(argv, env, log.parent, log), temp_dir=temp_dir)
 
 
 def wait_for(head: RayHead) -> None:
@@ -188,18 +191,16 @@ def ray_heads(python: str, env: dict[str, str], work: Path, count: int, gpus: in
     """``count`` heads, started side by side (``ray start`` mostly waits on its daemons), each stopped
     at the end whatever happened."""
     heads: list[RayHead] = []
-    stack = contextlib.ExitStack()
-    try:
-        stack.enter_context(terminated_as_interrupt())
-        for index in range(count):
-            heads.append(spawn_head(python, env, work / f"ray_head_{index}.log", cpus=16, gpus=gpus))
-        for head in heads:
-            wait_for(head)
-        yield heads
-    finally:
-        for head in heads:
-            stop_head(head)
-        stack.close()
+    with terminated_as_interrupt():
+        try:
+            for index in range(count):
+                heads.append(spawn_head(python, env, work / f"ray_head_{index}.log", HEAD_CPUS, gpus))
+            for head in heads:
+                wait_for(head)
+            yield heads
+        finally:
+            for head in heads:
+                stop_head(head)
 
 
 @contextlib.contextmanager
