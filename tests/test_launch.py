@@ -2,8 +2,10 @@
 
 Without GPUs and mostly without verl: a fake ``verl`` package (a ``verl.trainer.main_ppo`` that records
 its arguments and exits with a chosen code, plus the package metadata that carries its version) on the
-child processes' PYTHONPATH stands in for the trainer. One test runs the real verl 0.9.1 where it is
-available, with only ``run_ppo`` replaced (tests/verl_reach_ray.py).
+child processes' PYTHONPATH stands in for the trainer. Where a real verl is installed (``VERL_PYTHON``),
+launch runs its trainer for real, on a local Ray with a logical GPU, next to verl's own entry point on
+the same overrides: both must get as far as a CPU machine allows and stop at the same place, on the
+missing GPU (tests/verl_ray.py).
 """
 
 from __future__ import annotations
@@ -11,13 +13,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import verl_ray
 import yaml
 from conftest import REPO, cli_env, main_in_process, verl_python
-from verl_known_failures import explaining_row
 
 from verl_roles import releases
 from verl_roles.cli import main as cli_main
@@ -237,42 +242,171 @@ def test_the_verl_extra_installs_the_default_release_with_what_its_trainer_impor
 # The real verl, where it is installed.
 
 
-def test_launch_with_the_real_verl_reaches_the_point_where_verl_starts_ray(tmp_path: Path):
+# The two runs the issue names (19, item 6): GRPO on the dp engine (no critic; the reference policy for
+# the KL loss) and PPO on Megatron with a critic. Each case's overrides are typed as a user of verl would,
+# once to `verl-roles launch` and once to verl's own entry point; both run with the tiny model and data,
+# on one logical GPU.
+RAY_CASES: dict[str, tuple[str, ...]] = {
+    "dp-grpo": (
+        "algorithm.adv_estimator=grpo",
+        "actor_rollout_ref.actor.use_kl_loss=true",
+        "actor_rollout_ref.rollout.n=2",
+    ),
+    "megatron-ppo-critic": (
+        "model_engine=megatron",
+        "algorithm.adv_estimator=gae",
+        "critic.model.path={model}",
+        "critic.ppo_micro_batch_size_per_gpu=2",
+    ),
+}
+RAY_COMMON = (
+    "actor_rollout_ref.model.path={model}",
+    "actor_rollout_ref.rollout.name=vllm",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+    "data.train_files={data}",
+    "data.val_files={data}",
+    "data.train_batch_size=4",
+    "trainer.n_gpus_per_node=1",
+    "trainer.nnodes=1",
+    "trainer.logger=[console]",
+    # verl's TransferQueue starts one Ray actor per storage unit (8 by default): one is enough here.
+    "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+)
+# How far each case gets on a CPU machine, and why it stops there (read from verl's code; the test
+# checks both runs reach it and stop at the same place, on the missing GPU).
+RAY_REACHES: dict[str, tuple[str, str]] = {
+    "dp-grpo": (
+        "init_model",
+        "the actor/rollout/ref worker is built, its init_model converts the model and reference policy "
+        "configs, then builds the reference policy's TrainingWorker, whose process group needs NCCL",
+    ),
+    "megatron-ppo-critic": (
+        "workers started",
+        "the TaskRunner converts the critic's config, then the colocated worker starts; the critic's "
+        "TrainingWorker opens its NCCL process group in its constructor, before any init_model (and "
+        "before verl's megatron engine, whose megatron.core the CPU install does not have, is looked up)",
+    ),
+}
+
+
+@dataclass
+class RayRuns:
+    """The Ray heads (one for our launches, one for verl's own) and what the runs need."""
+
+    python: str
+    work: Path
+    env: dict[str, str]
+    ours: verl_ray.RayHead
+    verls: verl_ray.RayHead
+    inputs: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def ray_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayRuns]:
     python, why = verl_python()
     if python is None:
         pytest.skip(why)
-    tests = Path(__file__).resolve().parent
-    model = tmp_path / "model"
-    env = {**cli_env(), "PYTHONPATH": str(tests), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    env["HF_HOME"] = str(tmp_path / "hf_home")
-    subprocess.run([python, str(tests / "verl_driver.py"), "--build-model", str(model)], env=env, check=True)
-    args = [
-        f"actor_rollout_ref.model.path={model}",
-        f"critic.model.path={model}",
-        "actor_rollout_ref.rollout.name=vllm",
-        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
-        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
-        "critic.ppo_micro_batch_size_per_gpu=2",
-    ]
-    result = subprocess.run(
-        [sys.executable, "-m", "verl_roles.cli", "launch", "--verl-python", python, "--trainer-module"]
-        + ["verl_reach_ray", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    work = tmp_path_factory.mktemp("launch_ray")
+    inputs = {"model": str(work / "model"), "data": str(work / "data" / "train.parquet")}
+    env = ray_env(work)
+    driver = str(Path(__file__).resolve().parent / "verl_driver.py")
+    for flag, path in (("--build-model", inputs["model"]), ("--build-data", inputs["data"])):
+        subprocess.run([python, driver, flag, path], env=env, check=True, timeout=300)
+    # One head per side, each serving one run per case (a logical GPU for each, so a run never waits
+    # for the previous run's placement group to be released).
+    with verl_ray.ray_heads(python, env, work, count=2, gpus=len(RAY_CASES)) as (ours, verls):
+        yield RayRuns(python=python, work=work, env=env, ours=ours, verls=verls, inputs=inputs)
+
+
+def ray_env(work: Path) -> dict[str, str]:
+    """Offline, no user cache or Ray token, nothing inherited that names another Hydra, verl or Ray.
+
+    HYDRA_FULL_ERROR=1: verl's Hydra prints the whole traceback the test reads. (Our error boundary sets
+    it for the whole of a command, and launch's trainer inherits it: without it here, verl's own run
+    would print Hydra's shortened traceback and ours the whole one.)"""
+    env = {k: v for k, v in cli_env().items() if not k.startswith(("HF_", "HYDRA_", "VERL_", "RAY_"))}
+    env.update(
+        HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(work / "hf_home"),
+        TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1", RAY_AUTH_MODE="disabled",
+        RAY_USAGE_STATS_ENABLED="0", HYDRA_FULL_ERROR="1",
     )
-    [run_dir] = run_dirs(tmp_path)
-    assert (run_dir / "verl").is_dir(), result.stderr[-3000:]  # verl's Hydra ran, in its own subfolder
-    if result.returncode != 0:
-        last = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
-        row = explaining_row("launch", "entry_point", last)
-        assert row is not None, (
-            f"verl refused what launch wrote (exit {result.returncode}):\n{result.stderr[-3000:]}"
-        )
-        pytest.xfail(row.reason)
-    assert "reached run_ppo" in result.stdout
+    return env
+
+
+@pytest.mark.xdist_group("verl-ray")
+@pytest.mark.parametrize("case", list(RAY_CASES))
+def test_launch_runs_verl_as_far_as_the_missing_gpu_and_stops_where_verls_own_config_does(
+    case: str, ray_runs: RayRuns
+):
+    """`verl-roles launch` and verl's own entry point, on the same overrides, side by side: Ray up, the
+    TaskRunner, the workers, and one stop, on the missing GPU, at the same place with the same error."""
+    overrides = [arg.format(**ray_runs.inputs) for arg in (*RAY_CASES[case], *RAY_COMMON)]
+    folder = ray_runs.work / case
+    folder.mkdir()
+    # side: (command line, Ray head, name of its folder and log)
+    sides = {
+        "verl_roles": ([sys.executable, "-m", "verl_roles.cli", "launch", "--verl-python", ray_runs.python,
+                        *overrides, f"hydra.run.dir={folder / 'ours'}"], ray_runs.ours, "ours"),
+        "verl's own config": ([ray_runs.python, "-m", "verl.trainer.main_ppo", *overrides,
+                               f"hydra.run.dir={folder / 'verl'}"], ray_runs.verls, "verl"),
+    }
+    started = {
+        side: verl_ray.Run(argv, ray_runs.env | {"RAY_ADDRESS": head.address}, folder, folder / f"{name}.log")
+        for side, (argv, head, name) in sides.items()
+    }
+    runs = {side: run.finish() for side, run in started.items()}
+    stops = {side: verl_ray.stopping_point(run.output) for side, run in runs.items()}
+    for side, run in runs.items():
+        assert not run.timed_out, f"{side}: no end after {run.seconds:.0f} s:\n{run.output[-4000:]}"
+        assert run.returncode != 0 and stops[side], f"{side}: exit {run.returncode}:\n{run.output[-4000:]}"
+    ours, verls = stops["verl_roles"], stops["verl's own config"]
+    assert ours == verls, (
+        f"verl_roles' run stopped elsewhere than verl's own config:\nverl_roles:\n{ours.describe()}\n"
+        f"verl's own config:\n{verls.describe()}"
+    )
+    assert verl_ray.missing_gpu(ours), f"the run did not stop on the missing GPU:\n{ours.describe()}"
+    farthest, why = RAY_REACHES[case]
+    expected = list(verl_ray.MILESTONES[: verl_ray.MILESTONES.index(farthest) + 1])
+    for side, run in runs.items():
+        reached = verl_ray.milestones(run.output, stops[side])
+        assert reached == expected, f"{side}: reached {reached}, not {expected} ({why}):\n{ours.describe()}"
+
+
+# A run that starts a child in a process group of its own (as Ray starts its workers); the child starts
+# one more, which writes the three process ids and waits, as they all do.
+SPAWNER = """\
+import os, subprocess, sys, time
+depth, record = int(sys.argv[1]), sys.argv[2]
+if depth < 2:
+    itself = f"CODE = {CODE!r}\\n{CODE}"
+    subprocess.Popen([sys.executable, "-c", itself, str(depth + 1), record],
+                     process_group=0 if depth == 0 else None)
+else:
+    with open(record, "w") as out:
+        out.write(f"{os.getppid()} {os.getpid()}")
+time.sleep(600)
+"""
+
+
+def test_a_run_that_outlives_its_timeout_is_stopped_with_every_process_it_started(tmp_path: Path):
+    """The Ray runs' guarantee, without Ray: a run past its timeout ends, and so does everything it
+    started, in other process groups too."""
+    record = tmp_path / "pids"
+    code = f"CODE = {SPAWNER!r}\n{SPAWNER}"
+    run = verl_ray.Run([sys.executable, "-c", code, "0", str(record)], cli_env(), tmp_path, tmp_path / "log")
+    deadline = time.monotonic() + 60
+    while not (record.exists() and record.read_text()):
+        assert run.process.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()
+        time.sleep(0.1)
+    started = [run.process.pid, *map(int, record.read_text().split())]
+    assert all(verl_ray.alive(pid) for pid in started)
+    assert set(started) <= set(verl_ray.session_members(run.process.pid))
+    finished = run.finish(timeout_s=1)
+    assert finished.timed_out and finished.returncode is None
+    assert not any(verl_ray.alive(pid) for pid in started)
 
 
 def test_the_install_hint_names_the_interpreter_it_is_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

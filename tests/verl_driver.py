@@ -5,6 +5,7 @@ once for every case, because importing verl takes seconds:
 
     VERL_PYTHON tests/verl_driver.py MANIFEST.json RESULTS.json   (cases in the manifest or on stdin)
     VERL_PYTHON tests/verl_driver.py --build-model DIR      (only the tiny model)
+    VERL_PYTHON tests/verl_driver.py --build-data FILE      (only the tiny parquet data set)
 
 It imports verl and never verl_roles. The manifest names a folder for the tiny Hugging Face model this
 driver builds (nothing is downloaded: the caller sets HF_HUB_OFFLINE=1), a scratch folder, and the
@@ -98,6 +99,26 @@ def build_tiny_model(model_dir: Path) -> None:
     }
     for name, content in (("tokenizer_config.json", tokenizer_config), ("config.json", model_config)):
         (model_dir / name).write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def build_tiny_data(parquet: Path, rows: int = 8) -> None:
+    """A parquet file of ``rows`` prompts in the columns verl's RLHFDataset and its default reward read
+    (a chat ``prompt``, ``data_source``, ``reward_model.ground_truth``), in the tiny tokenizer's words."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet.parent.mkdir(parents=True, exist_ok=True)
+    table = [
+        {
+            "data_source": "openai/gsm8k",
+            "prompt": [{"role": "user", "content": f"what is {index} plus {index}"}],
+            "ability": "math",
+            "reward_model": {"style": "rule", "ground_truth": str(2 * index)},
+            "extra_info": {"index": index, "split": "train"},
+        }
+        for index in range(rows)
+    ]
+    pq.write_table(pa.Table.from_pylist(table), parquet)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -621,7 +642,11 @@ def check_case_safely(case: dict[str, Any], normalise: Normaliser, known: list[l
 
 
 if __name__ == "__main__":
+    # For tests that run verl themselves (tests/test_launch.py): the tiny model, the tiny data set.
     if sys.argv[1:2] == ["--build-model"]:
-        build_tiny_model(Path(sys.argv[2]))  # for tests that run verl themselves (tests/test_launch.py)
+        build_tiny_model(Path(sys.argv[2]))
+        sys.exit(0)
+    if sys.argv[1:2] == ["--build-data"]:
+        build_tiny_data(Path(sys.argv[2]))
         sys.exit(0)
     sys.exit(main(*sys.argv[1:3]))

@@ -8,7 +8,8 @@ a recorder, so a config can be checked without a cluster or a GPU:
 
 prints ``reached run_ppo (TaskRunner...)`` and exits 0 when the entry point got there, and exits 1 with
 verl's own error otherwise. ``tests/verl_driver.py`` calls :func:`run_until_ray` in-process for many
-configs; the launch tests run this file as the trainer module. It needs verl, never verl_roles.
+configs (the launch tests go further: they run verl's trainer on Ray, tests/verl_ray.py). It needs
+verl, never verl_roles.
 """
 
 from __future__ import annotations
