@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -46,6 +47,25 @@ def make_dirs(folder: Path) -> list[Path]:
         remove_created(created)
         raise unwritable(error, made) from None
     return created
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove a folder of the protocol's own and everything in it, also when a umask (``umask 777``) gave
+    its folders modes that forbid listing them: those are opened up first (they are ours)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    if not os.path.lexists(folder):
+        return
+    _open_up(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _open_up(folder: str | Path) -> None:
+    with contextlib.suppress(OSError):
+        os.chmod(folder, 0o700)
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                _open_up(entry.path)
 
 
 def remove_created(created: Sequence[Path]) -> None:

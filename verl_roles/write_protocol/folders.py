@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import tempfile
 import threading
@@ -17,7 +16,14 @@ from types import FrameType
 
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.write_protocol import locks
-from verl_roles.write_protocol.files import current_umask, make_dirs, pause_point, remove_created, unwritable
+from verl_roles.write_protocol.files import (
+    current_umask,
+    make_dirs,
+    pause_point,
+    remove_created,
+    remove_tree,
+    unwritable,
+)
 from verl_roles.write_protocol.marks import (
     MARKER,
     RUN,
@@ -118,7 +124,7 @@ class FolderClaim:
         if self.done:
             return
         self.done = True
-        shutil.rmtree(self.staging, ignore_errors=True)
+        remove_tree(self.staging)
         self.lock.release()
         for folder in reversed(self.created):
             with contextlib.suppress(OSError):

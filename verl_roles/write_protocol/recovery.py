@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 from verl_roles.errors import ConfigError
 from verl_roles.write_protocol import locks
+from verl_roles.write_protocol.files import remove_tree
 from verl_roles.write_protocol.marks import (
     JOURNAL,
     REPLACED,
@@ -89,7 +89,7 @@ def _recover_beside(target: Path) -> None:
     left = _beside(target)
     for path, what in left.items():
         if what == "staging":
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
     for path in sorted(p for p, what in left.items() if what == "replaced"):
         kind = folder_kind(target)
         if kind == "empty":
@@ -98,7 +98,7 @@ def _recover_beside(target: Path) -> None:
         if kind is None:
             os.replace(path, target)  # cut between the two renames: the old run goes back
         elif kind in (RUN, SWEEP):
-            shutil.rmtree(path, ignore_errors=True)  # the swap was done: this is the old run
+            remove_tree(path)  # the swap was done: this is the old run
         # else: the folder now holds something else; the old run stays where it is, never deleted
 
 
@@ -129,7 +129,7 @@ def _recover_inside(target: Path) -> None:
                 keep.add(entry.name)
     for entry in list(target.iterdir()):
         if inside_entry(entry.name) and entry.name not in keep:
-            shutil.rmtree(entry, ignore_errors=True)
+            remove_tree(entry)
 
 
 def _put_back(aside: Path, target: Path) -> bool:
@@ -145,6 +145,6 @@ def _put_back(aside: Path, target: Path) -> bool:
 
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
     else:
         path.unlink(missing_ok=True)

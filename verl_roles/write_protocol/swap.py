@@ -13,12 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verl_roles.write_protocol.files import pause_point, write_atomic
+from verl_roles.write_protocol.files import pause_point, remove_tree, write_atomic
 from verl_roles.write_protocol.marks import JOURNAL, LEGACY_MARKS, MARKER, REPLACED, STAGING
 
 
@@ -91,8 +90,8 @@ class Swap:
                 self.journal.unlink(missing_ok=True)
                 self.journal = None
         if self.aside is not None and not self.moved_out and not self.old_out:
-            shutil.rmtree(self.aside, ignore_errors=True)
+            remove_tree(self.aside)
 
     def finish(self) -> None:
         if self.aside is not None:
-            shutil.rmtree(self.aside, ignore_errors=True)
+            remove_tree(self.aside)
