@@ -9,14 +9,25 @@ protocol is told is one (a real one needs root)."""
 from __future__ import annotations
 
 import os
+import stat
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from verl_roles.errors import ConfigError
 from verl_roles.main import main
-from verl_roles.write_protocol import RUN, SWEEP, claim_folder, folders, recovery, write_all_or_nothing
+from verl_roles.write_protocol import (
+    RUN,
+    SWEEP,
+    claim_folder,
+    folders,
+    recovery,
+    write_all_or_nothing,
+    write_user_file,
+)
 from verl_roles.write_protocol import files as write_files
 
 QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
@@ -200,3 +211,40 @@ def test_recovery_never_takes_a_live_claim_or_a_folder_named_like_its_own(tmp_pa
         write_all_or_nothing([(live.staging / "resolved.yaml", "live\n")])
         live.commit()
     assert (lookalike / "resolved.yaml").read_text() == "live\n"
+
+
+# --- a file the user names (export-slime -o, the snapshot generator) -------------------------------
+
+
+def test_a_fifo_nobody_reads_is_refused_at_once_and_one_being_read_is_written_into(tmp_path: Path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="a FIFO .* that no process is reading"):
+        write_user_file(fifo, "text\n")
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    while True:  # the reader has the FIFO open once a writer can open it without waiting
+        try:
+            write_user_file(fifo, "text\n")
+            break
+        except ConfigError:
+            time.sleep(0.01)
+    reader.join(10)
+    assert received == ["text\n"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file, as `> FILE` may")
+def test_a_file_the_user_may_not_write_is_refused_not_replaced(tmp_path: Path):
+    target = tmp_path / "kept.yaml"
+    target.write_text("mine\n")
+    target.chmod(0o444)
+    with pytest.raises(ConfigError, match="Permission denied"):
+        write_user_file(target, "new\n")
+    assert target.read_text() == "mine\n"
+
+
+def test_a_path_longer_than_the_system_allows_is_one_paragraph(tmp_path: Path):
+    with pytest.raises(ConfigError, match="cannot be written: File name too long"):
+        claim_folder(tmp_path.joinpath(*["y" * 200] * 25), RUN, overwrite=False)
+    assert list(tmp_path.iterdir()) == []

@@ -135,7 +135,9 @@ def write_user_file(path: Path, text: str) -> Path:
     A symbolic link is followed (the link stays, the file it names gets the text); a FIFO, a character
     device or a socket is written into, never replaced, and so is a file with other hard links or in a
     folder this user cannot write (as ``> FILE`` would); any other regular file is replaced atomically
-    and keeps its permissions; a missing file is created (its folder must exist).
+    and keeps its permissions; a missing file is created (its folder must exist). A file this user may
+    not write is refused, as ``> FILE`` refuses it (replacing it would get round its permissions), and
+    so is a FIFO nobody reads yet (writing would wait for a reader forever).
     """
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
@@ -147,14 +149,15 @@ def write_user_file(path: Path, text: str) -> Path:
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise unwritable(OSError(errno.EISDIR, os.strerror(errno.EISDIR)), path)
     try:
+        if info is not None and not os.access(target, os.W_OK):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
         in_place = info is not None and (
             not stat.S_ISREG(info.st_mode)  # a FIFO, a device: written into, never replaced
             or info.st_nlink > 1  # a hard link: every name of the file sees the new text
             or not os.access(target.parent, os.W_OK | os.X_OK)  # a writable file in a folder that is not
         )
         if in_place:
-            with open(target, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(text)
+            _write_into(target, text)
             return target
         if not target.parent.is_dir():
             raise OSError(errno.ENOENT, f"no folder {target.parent}")
@@ -167,6 +170,22 @@ def write_user_file(path: Path, text: str) -> Path:
     except OSError as error:
         raise unwritable(error, path) from None
     return target
+
+
+def _write_into(target: Path, text: str) -> None:
+    """``text`` written into an existing file, FIFO or device. Opened without waiting: a FIFO that no
+    process reads yet is refused (ENXIO) instead of waiting for a reader forever."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_TRUNC | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            what = "a FIFO (a named pipe) that no process is reading" if stat.S_ISFIFO(
+                os.stat(target).st_mode) else "a socket or a device that cannot be opened for writing"
+            raise OSError(errno.ENXIO, f"it is {what}") from None
+        raise
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
 
 
 def unwritable(error: OSError, path: Path | None = None) -> ConfigError:
@@ -184,6 +203,8 @@ def unwritable(error: OSError, path: Path | None = None) -> ConfigError:
         fix = "choose a path whose folders are folders and whose file name is not taken by a folder"
     elif error.errno == errno.ENAMETOOLONG:
         fix = "choose a shorter folder or file name (each part of a path is at most 255 bytes)"
+    elif error.errno == errno.ENXIO:
+        fix = "write to a regular file, or (a FIFO) start the process that reads it first (`cat FILE &`)"
     else:
         fix = "check the path, the disk and the permissions, then run again"
     key = str(where) if where else "the output folder (hydra.run.dir)"
