@@ -15,6 +15,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import signal
+import socket
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,3 +171,47 @@ def sweep_error_text(summary: Summary) -> str:
 def job_folder(plan: SweepPlan, job: PlannedJob) -> Path:
     assert plan.target is not None
     return plan.target / job.subdir
+
+
+# --- workers on this machine ---------------------------------------------------------------------
+
+_WATCHED: set[int] = set()
+
+
+def _process_identity(pid: int) -> str | None:
+    """What tells process ``pid`` from a later one given the same number: its start time (Linux), or
+    just that it exists; None when there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        pass
+    return "alive"
+
+
+def this_process() -> tuple[str, int, str | None]:
+    """The launching process as a worker finds it again: its machine, number and start time."""
+    return socket.gethostname(), os.getpid(), _process_identity(os.getpid())
+
+
+def end_with_launcher(launcher: tuple[str, int, str | None]) -> None:
+    """In a worker the launching process started on this machine (a joblib worker, a local submitit job):
+    end as soon as the launching process has ended, however it ended. Killed outright (SIGKILL), it
+    cannot stop its workers, which would go on writing into a sweep nobody will commit, then wait for
+    work for minutes. The launching process itself, and a job on another machine, are left alone."""
+    host, pid, identity = launcher
+    if host != socket.gethostname() or pid == os.getpid() or os.getpid() in _WATCHED or identity is None:
+        return
+    _WATCHED.add(os.getpid())
+
+    def watch() -> None:
+        while _process_identity(pid) == identity:
+            time.sleep(0.5)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="verl_roles: end with the launcher", daemon=True).start()

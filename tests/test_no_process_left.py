@@ -1,6 +1,7 @@
-"""`verl-roles launch` leaves no process behind: a Python that never answers the verl probe is given up
-on (with everything it started), and a trainer ends with launch even when launch is killed outright.
-A stand-in for verl's Python (a shell script) answers the probe and records its process number."""
+"""No process is left behind: a Python that never answers launch's verl probe is given up on (with
+everything it started), a trainer ends with `verl-roles launch` and a sweep's worker with the process
+that launched the sweep, also when that one is killed outright (SIGKILL). A stand-in for verl's Python
+(a shell script) answers the probe and records its process number."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import cli_env
 
-from verl_roles.commands import launch
+from verl_roles.commands import launch, sweep
 from verl_roles.errors import ConfigError
 from verl_roles.main import main
 
@@ -86,3 +87,32 @@ def test_the_trainer_ends_when_launch_is_killed_outright(tmp_path, capsys):
             for pid in (tmp_path / "pids").read_text().split():
                 if alive(int(pid)):
                     os.kill(int(pid), signal.SIGKILL)
+
+
+def test_a_sweep_worker_ends_when_the_process_that_launched_the_sweep_is_killed(tmp_path):
+    """A launching process (forked here) starts a worker (a joblib worker, say) and is killed outright."""
+    worker_pid = tmp_path / "worker"
+    launcher = os.fork()
+    if launcher == 0:  # pragma: no cover - the launching process
+        try:
+            identity = sweep.this_process()
+            if os.fork() == 0:  # the worker: runs a job, which watches the launcher, then works on
+                sweep.end_with_launcher(identity)
+                worker_pid.write_text(str(os.getpid()))
+                time.sleep(60)
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    for _ in range(200):
+        if worker_pid.exists() and worker_pid.read_text():
+            break
+        time.sleep(0.05)
+    worker = int(worker_pid.read_text())
+    try:
+        assert alive(worker)
+        os.kill(launcher, signal.SIGKILL)
+        os.waitpid(launcher, 0)
+        assert gone_soon([worker])
+    finally:
+        if alive(worker):
+            os.kill(worker, signal.SIGKILL)
