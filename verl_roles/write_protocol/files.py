@@ -163,10 +163,12 @@ def write_user_file(path: Path, text: str) -> Path:
             raise OSError(errno.ENOENT, f"no folder {target.parent}")
         tmp = _write_temporary(target, text, stat.S_IMODE(info.st_mode) if info is not None else None)
         try:
+            pause_point(f"temp:{target.name}")
             os.replace(tmp, target)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        pause_point(f"renamed:{target.name}")
     except OSError as error:
         raise unwritable(error, path) from None
     return target
