@@ -130,6 +130,24 @@ def test_the_main_job_refuses_a_run_inside_a_run_and_writes_nothing(tmp_path: Pa
     assert tree(tmp_path) == before
 
 
+def test_special_files_under_the_protocols_names_are_never_written_through_nor_waited_on(tmp_path: Path):
+    """A link at the lock's name is never followed (its file would be truncated), a FIFO at the lock's or
+    a marker's name never opened for reading (that waits forever)."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n")
+    (tmp_path / ".a.verl_roles-lock").symlink_to(precious)
+    with pytest.raises(ConfigError, match="a link, a FIFO or another special file"):
+        claim_folder(tmp_path / "a", RUN, overwrite=False)
+    assert precious.read_text() == "keep me\n"
+    os.mkfifo(tmp_path / ".b.verl_roles-lock")
+    with pytest.raises(ConfigError, match="a link, a FIFO or another special file"):
+        claim_folder(tmp_path / "b", RUN, overwrite=False)
+    (tmp_path / "p").mkdir()
+    os.mkfifo(tmp_path / "p" / ".verl_roles")
+    write_run(tmp_path / "p" / "c", "c\n")  # a FIFO is no marker: p holds no run
+    assert (tmp_path / "p" / "c" / "resolved.yaml").read_text() == "c\n"
+
+
 # --- links -----------------------------------------------------------------------------------------
 
 

@@ -53,8 +53,8 @@ def remove_tree(folder: Path) -> None:
     """Remove a folder of the protocol's own and everything in it, also when a umask (``umask 777``) gave
     its folders modes that forbid listing them: those are opened up first (they are ours)."""
     shutil.rmtree(folder, ignore_errors=True)
-    if not os.path.lexists(folder):
-        return
+    if not os.path.lexists(folder) or os.path.islink(folder):
+        return  # a link is never the protocol's own folder, and a mode is never changed through one
     _open_up(folder)
     shutil.rmtree(folder, ignore_errors=True)
 

@@ -7,12 +7,13 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.write_protocol.files import unwritable
-from verl_roles.write_protocol.marks import lock_path
+from verl_roles.write_protocol.marks import lock_path, read_small
 
 _BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
 
@@ -50,9 +51,13 @@ def try_take(target: Path) -> Lock | None:
     path = lock_path(target)
     while True:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            # Never through a link, never a FIFO or device: a lock file is truncated and written.
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
         except OSError as error:
-            raise unwritable(error, target) from None
+            raise _not_a_lock(error, path) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise _not_a_lock(OSError(errno.EEXIST, "it is not a regular file"), path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
@@ -71,13 +76,26 @@ def try_take(target: Path) -> Lock | None:
         os.close(fd)  # the file was replaced between open and lock: take the new one
 
 
+def _not_a_lock(error: OSError, path: Path) -> ConfigError:
+    if error.errno in (errno.ELOOP, errno.EEXIST, errno.ENXIO):
+        return ConfigError([Problem(
+            key=str(path),
+            message="is where verl_roles keeps the lock of the folder beside it, but it is a link, a FIFO or "
+            "another special file, which verl_roles never writes through; nothing was written",
+            fix="remove it (it is not verl_roles' own), or write the run elsewhere",
+        )])
+    return unwritable(error, path)
+
+
 def held(target: Path) -> bool:
     """Whether a process holds the lock of ``target`` now (nothing is created to find out)."""
     try:
-        fd = os.open(lock_path(target), os.O_RDONLY)
+        fd = os.open(lock_path(target), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError as error:
         return error.errno in _BUSY
@@ -88,8 +106,5 @@ def held(target: Path) -> bool:
 
 def holder(target: Path) -> str:
     """`` (process N)`` naming the process that holds the lock of ``target``, if it wrote its number."""
-    try:
-        text = lock_path(target).read_text(encoding="ascii")[:32].strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
+    text = (read_small(lock_path(target), 32) or "").strip()
     return f" (process {text})" if text.isdigit() else ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 
 from verl_roles.write_protocol.files import unwritable
@@ -51,11 +52,32 @@ def marker_text(kind: str) -> str:
     return json.dumps({"kind": kind, "written_by": "verl_roles"}, sort_keys=True) + "\n"
 
 
+def read_small(path: Path, limit: int = 4096) -> str | None:
+    """The text of a small regular file of the protocol's (a marker, a lock); None for anything else: a
+    FIFO or a device someone put there is never opened for reading (that could wait forever), a link
+    never followed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def marker(folder: Path) -> dict[str, object] | None:
     """The marker record of ``folder`` (``{"kind": "run" | "sweep", ...}``), None when it has none."""
+    text = read_small(folder / MARKER)
+    if text is None:
+        return None
     try:
-        record = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = json.loads(text)
+    except ValueError:
         return None
     return record if isinstance(record, dict) and record.get("kind") in (RUN, SWEEP) else None
 

@@ -30,6 +30,7 @@ from verl_roles.write_protocol.marks import (
     folder_kind,
     inside_entry,
     own_entry,
+    read_small,
 )
 
 
@@ -105,8 +106,8 @@ def _recover_beside(target: Path) -> None:
 def _recover_inside(target: Path) -> None:
     journal = target / JOURNAL
     try:
-        record = json.loads(journal.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = json.loads(read_small(journal, 1 << 20) or "null")
+    except ValueError:
         record = None
     keep: set[str] = set()
     if isinstance(record, dict):
@@ -115,7 +116,8 @@ def _recover_inside(target: Path) -> None:
         if inside_entry(staging.name) and staging.is_dir():
             # Cut while the staged entries moved up: those in place go, the old ones come back.
             for name in record.get("entries", []):
-                _remove(target / str(name))
+                if isinstance(name, str) and name not in ("", ".", "..") and os.sep not in name:
+                    _remove(target / name)
             if aside is not None and inside_entry(aside.name) and not _put_back(aside, target):
                 keep.add(aside.name)
         journal.unlink(missing_ok=True)
