@@ -99,10 +99,11 @@ def test_a_run_is_never_written_inside_another_run_or_sweep(tmp_path: Path, wher
 
 
 def test_a_folder_another_claim_is_writing_holds_no_other_run(tmp_path: Path):
-    with claim_folder(tmp_path / "outer", SWEEP, overwrite=False), pytest.raises(
-        ConfigError, match="which another verl_roles run .*is writing"
-    ):
-        claim_folder(tmp_path / "outer" / "0", RUN, overwrite=False)
+    with claim_folder(tmp_path / "outer", SWEEP, overwrite=False) as claim:
+        with pytest.raises(ConfigError, match="which another verl_roles run .*is writing"):
+            claim_folder(tmp_path / "outer" / "0", RUN, overwrite=False)
+        with pytest.raises(ConfigError, match="a folder verl_roles keeps a run in while it is being written"):
+            claim_folder(claim.staging / "0", RUN, overwrite=False)
     assert list(tmp_path.iterdir()) == []
 
 

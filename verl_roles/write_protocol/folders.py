@@ -30,9 +30,11 @@ from verl_roles.write_protocol.marks import (
     STAGING,
     SWEEP,
     folder_kind,
+    inside_entry,
     marker,
     marker_text,
     nested_runs,
+    own_entry,
 )
 from verl_roles.write_protocol.recovery import is_mount, left_behind, recover, recover_neighbours
 from verl_roles.write_protocol.swap import Swap
@@ -232,7 +234,16 @@ def _refuse(target: Path, kind: str, overwrite: bool) -> None:
 
 def _refuse_inside_another(target: Path) -> None:
     """A run is never written inside another run's or sweep's folder (replacing that one would delete it,
-    and a sweep's folder holds its own jobs only), nor inside a folder another run is writing now."""
+    and a sweep's folder holds its own jobs only), nor inside a folder another run is writing now, nor
+    into a folder of the protocol's own (a run being built, or set aside)."""
+    own = next((part for part in target.parts if own_entry(part) or inside_entry(part)), None)
+    if own is not None:
+        raise ConfigError([Problem(
+            key=str(target),
+            message=f"goes through {own!r}, a folder verl_roles keeps a run in while it is being written or "
+            "replaced; nothing was written",
+            fix=_CHOOSE,
+        )])
     for folder in target.parents:
         record = marker(folder)
         if record is not None:
