@@ -340,6 +340,6 @@ def _ends_with(parent: int):  # noqa: ANN202 - a preexec function
         except (OSError, AttributeError):
             return
         if os.getppid() != parent:  # launch ended before the request was made
-            os._exit(128 + int(signal.SIGTERM))
+            os.kill(os.getpid(), signal.SIGKILL)
 
     return arrange

@@ -15,7 +15,6 @@ from pathlib import Path
 from types import FrameType
 
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.write_protocol import locks
 from verl_roles.write_protocol.files import (
     current_umask,
     make_dirs,
@@ -24,6 +23,7 @@ from verl_roles.write_protocol.files import (
     remove_tree,
     unwritable,
 )
+from verl_roles.write_protocol.locks import Lock, held, holder, take
 from verl_roles.write_protocol.marks import (
     MARKER,
     RUN,
@@ -86,7 +86,7 @@ class FolderClaim:
     target: Path
     kind: str
     staging: Path
-    lock: locks.Lock
+    lock: Lock
     replace: bool
     created: list[Path] = field(default_factory=list)
     done: bool = False
@@ -162,7 +162,7 @@ def _claim(target: Path, kind: str, overwrite: bool) -> FolderClaim:
         _refuse(target, kind, overwrite)  # before anything exists
     created = make_dirs(target.parent)
     try:
-        lock = locks.take(target)
+        lock = take(target)
     except BaseException:
         remove_created(created)
         raise
@@ -255,10 +255,10 @@ def _refuse_inside_another(target: Path) -> None:
                 "written",
                 fix="choose a folder outside it, e.g. next to it",
             )])
-        if locks.held(folder):
+        if held(folder):
             raise ConfigError([Problem(
                 key=str(target),
-                message=f"is inside {folder}, which another verl_roles run{locks.holder(folder)} is writing "
+                message=f"is inside {folder}, which another verl_roles run{holder(folder)} is writing "
                 "right now; nothing was written",
                 fix="choose a folder outside it, or wait until that run ends",
             )])

@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 
 from verl_roles.errors import ConfigError
-from verl_roles.write_protocol import locks
 from verl_roles.write_protocol.files import remove_tree
+from verl_roles.write_protocol.locks import try_take
 from verl_roles.write_protocol.marks import (
     JOURNAL,
     REPLACED,
@@ -64,7 +64,7 @@ def recover_neighbours(target: Path) -> None:
     for name in sorted(names - {target.name}):
         other = target.parent / name
         with contextlib.suppress(ConfigError, OSError):
-            lock = locks.try_take(other)
+            lock = try_take(other)
             if lock is None:
                 continue  # alive: its own run cleans up
             try:
