@@ -8,6 +8,7 @@ import errno
 import fcntl
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,9 +33,19 @@ class Lock:
             os.close(self.fd)
 
 
+# How long a claim waits for a lock held only for a moment (another claim tidying up beside it, see
+# verl_roles/write_protocol/recovery.py) before it takes the holder for a run writing the folder.
+_MOMENT = 0.5
+
+
 def take(target: Path) -> Lock:
     """The lock of ``target``; a :class:`ConfigError` when another run holds it."""
     lock = try_take(target)
+    waited = 0.0
+    while lock is None and waited < _MOMENT:
+        time.sleep(0.05)
+        waited += 0.05
+        lock = try_take(target)
     if lock is None:
         raise ConfigError([Problem(
             key=str(target),
