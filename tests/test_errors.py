@@ -317,6 +317,15 @@ def test_python_api_raises_our_error_with_the_cli_message(overrides, tmp_path, c
     assert f"verl_roles error: {raised.value}" in output
 
 
+def test_python_api_names_a_deleted_current_folder(tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(verl_roles.ConfigError, match="the current folder: no longer exists"):
+        verl_roles.compose([])
+
+
 def test_subprocess_exit_code_no_traceback(in_tmp: Path):
     result = run(["trainer.nnodez=2", "hydra.run.dir=out"], cwd=in_tmp)
     assert_user_error(result, "did you mean `trainer.nnodes`")

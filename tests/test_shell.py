@@ -141,6 +141,47 @@ def test_every_command_runs_inside_the_error_boundary(name: str, monkeypatch: py
     assert "standard output is closed" in capsys.readouterr().err
 
 
+def _entry(name: str):  # noqa: ANN202 - a command's entry point on its arguments
+    if name == "snapshots":
+        return snapshots.main
+    if name == "main":
+        from verl_roles.main import main
+
+        return main
+    return lambda args: cli([name, *args])
+
+
+def _interrupt_in_disguise(*args: object) -> None:
+    """Ctrl-C landing where Python or a library turns it into another error (a class being created)."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as interrupt:
+        raise RuntimeError("Error calling __set_name__") from interrupt
+
+
+@pytest.mark.parametrize("name", [*NAMES, "snapshots", "main"])
+def test_every_command_names_a_deleted_current_folder_and_a_disguised_ctrl_c(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+):
+    """The environment, not a bug: a current folder deleted under the shell is one paragraph and exit 2;
+    Ctrl-C is exit 130 also when it reaches the command as another error."""
+    from verl_roles.commands import main as main_job
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert _entry(name)([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("verl_roles error: the current folder: no longer exists") and "internal" not in err
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(shell, "parse", _interrupt_in_disguise)
+    monkeypatch.setattr(main_job, "read_command_line", _interrupt_in_disguise)
+    assert _entry(name)([]) == 130
+    assert capsys.readouterr().err.startswith("verl_roles: interrupted (Ctrl-C)")
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- completion -----------------------------------------------------------------------------------
 
 

@@ -146,6 +146,17 @@ def test_a_snapshot_that_is_not_utf8_is_stale_and_generating_repairs_it(
     assert snapshots.check(tmp_path, rendered=rendered) == 0
 
 
+def test_a_missing_generated_folder_is_stale_and_generating_makes_it(
+    tmp_path: Path, rendered: dict[str, str], capsys: pytest.CaptureFixture[str]
+):
+    generated = tmp_path / "_generated"
+    assert snapshots.check(generated, rendered=rendered) == 1
+    assert not generated.exists()
+    assert snapshots.generate(generated, rendered=rendered) == 0
+    assert snapshots.check(generated, rendered=rendered) == 0
+    capsys.readouterr()
+
+
 def test_check_is_quiet_and_zero_when_fresh(rendered: dict[str, str], capsys: pytest.CaptureFixture[str]):
     assert snapshots.check(GENERATED, rendered=rendered) == 0
     assert capsys.readouterr().out == f"{len(VARIANTS)} snapshots in _generated/ are fresh.\n"

@@ -1,6 +1,10 @@
-"""verl_roles: a verl-style Hydra/OmegaConf config system for PPO post-training of LLMs."""
+"""verl_roles: a verl-style Hydra/OmegaConf config system for PPO post-training of LLMs.
 
-from verl_roles.api import compose
+:func:`compose` is loaded on first use: importing the package (which every command line does first)
+loads no Hydra, so Ctrl-C while a command starts reaches its entry point's handler, not a traceback."""
+
+from typing import TYPE_CHECKING
+
 from verl_roles.errors import ConfigError, Problem, VerlRolesError
 from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning, ConfigWarning
 
@@ -14,3 +18,14 @@ __all__ = [
     "compose",
 ]
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from verl_roles.api import compose
+
+
+def __getattr__(name: str) -> object:
+    if name == "compose":
+        from verl_roles.api import compose
+
+        return compose
+    raise AttributeError(f"module 'verl_roles' has no attribute {name!r}")

@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from omegaconf import DictConfig
 
 from verl_roles.cmdline import CommandLine
-from verl_roles.errors import ConfigError, Problem, internal_error
+from verl_roles.errors import (
+    ConfigError,
+    Problem,
+    caused_by_interrupt,
+    current_folder_problem,
+    internal_error,
+)
 from verl_roles.hydra_adapter.app import job_outcome, run_app
 from verl_roles.hydra_adapter.compose import (
     LoadedDefault,
@@ -89,8 +95,12 @@ def compose(
         cfg, choices = compose_with_choices(command.config_name, command.texts(), command.config_dir_path())
         return finalize(cfg, step_inputs(command, choices))
     except (ConfigError, *LIBRARY_ERRORS) as error:
+        if caused_by_interrupt(error):
+            raise KeyboardInterrupt from error
         raise_translated(error, command, composed_key_paths)
     except Exception as error:  # noqa: BLE001 - the API raises only ConfigError (the boundary of the API)
+        if caused_by_interrupt(error):
+            raise KeyboardInterrupt from error
         raise ConfigError([internal_error(error)]) from error
 
 
@@ -115,6 +125,9 @@ def _arguments(
         problems.append(Problem(
             key="config_dir", message=f"must be a folder path or None, got {config_dir!r}",
             fix='pass e.g. config_dir="myconf" (str), or leave it out'))
+    gone = current_folder_problem()
+    if gone is not None:
+        problems.append(gone)
     if problems:
         raise ConfigError(problems)
     return list(overrides), config_name, config_dir  # type: ignore[arg-type, return-value]

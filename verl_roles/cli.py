@@ -14,11 +14,18 @@ import importlib
 import sys
 from functools import cache
 
-from verl_roles.commands.reporting import DEBUG_FLAG, run_reporting_errors, say
-from verl_roles.commands.shell import PROGRAM, Command, options_lines, version_text
-from verl_roles.errors import ConfigError, Problem, did_you_mean
-from verl_roles.flags import HELP, VERSION, FlagSpec
-from verl_roles.suggest import near_names
+from verl_roles.errors import caused_by_interrupt, interrupted_at_start
+
+try:
+    from verl_roles.commands.reporting import DEBUG_FLAG, run_reporting_errors, say
+    from verl_roles.commands.shell import PROGRAM, Command, options_lines, version_text
+    from verl_roles.errors import ConfigError, Problem, did_you_mean
+    from verl_roles.flags import HELP, VERSION, FlagSpec
+    from verl_roles.suggest import near_names
+except BaseException as error:  # Ctrl-C while Python loads the commands: nothing has run yet
+    if not caused_by_interrupt(error):
+        raise
+    sys.exit(interrupted_at_start())
 
 # The modules under verl_roles.commands that declare a command of verl-roles.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -95,6 +102,15 @@ def _without_command(args: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BaseException as error:  # Ctrl-C while a command loads, before its error boundary
+        if not caused_by_interrupt(error):
+            raise
+        return interrupted_at_start()
+
+
+def _main(argv: list[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     # `--debug` may come before the command too (`verl-roles --debug show ...`).
     words = [arg for arg in args if arg != DEBUG_FLAG]

@@ -7,6 +7,8 @@ so both carry the same message.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -172,3 +174,44 @@ class ConfigError(VerlRolesError):
         body = "\n\n".join(f"{i}. {p.render()}" for i, p in enumerate(self.problems, 1))
         return f"{head}\n\n{body}"
 
+
+# The exit code of a command stopped by Ctrl-C (the shell's code for SIGINT).
+EXIT_INTERRUPTED = 130
+
+
+def caused_by_interrupt(error: BaseException) -> bool:
+    """Whether Ctrl-C is behind ``error``: Python and the libraries turn a KeyboardInterrupt that lands in
+    some places (a class being created, a library's own error handling) into another error, keeping the
+    interrupt as its cause or context."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [error]
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        stack += [current.__cause__, current.__context__]
+    return False
+
+
+def interrupted_at_start() -> int:
+    """Ctrl-C while a command was still loading (before its error boundary): one line, exit 130."""
+    print("verl_roles: interrupted (Ctrl-C) while starting; nothing was written", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def current_folder_problem() -> Problem | None:
+    """The problem of a current folder that no longer exists (deleted or moved away while a shell was in
+    it): every command reads and writes relative to it, and Hydra asks for it first. None when it exists."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return Problem(
+            key="the current folder",
+            message="no longer exists (it was deleted or moved while this shell was in it); commands read "
+            "and write relative to it, so nothing was read or written",
+            fix="cd to an existing folder (e.g. `cd ~`) and run the command again",
+        )
+    return None

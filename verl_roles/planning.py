@@ -104,14 +104,19 @@ def _finalize(task: DictConfig, choices: dict[str, str | None], source: JobSourc
 
 
 def render(task: DictConfig, choices: dict[str, str | None], source: JobSource,
-            output_subdir: str | None) -> Rendered:
-    before = _hydra_copy(task, output_subdir)
+            output_subdir: str | None, *, files: bool = True) -> Rendered:
+    """The job ``task`` finalized and checked: its files and summary (unless ``files`` is False: a check
+    that writes nothing needs only the verdict and where the job would write)."""
+    before = _hydra_copy(task, output_subdir) if files else None
     resolved = _finalize(task, choices, source)
-    files = run_files(resolved)
-    if before is not None:
-        files = {**files, f"{output_subdir}/config.yaml": before}
     outputs = {key: OmegaConf.select(resolved, key, default=None) for key in sweep_isolation.READ_KEYS}
-    return Rendered(files, summarize(resolved), {k: _plain(v) for k, v in outputs.items()})
+    plain = {k: _plain(v) for k, v in outputs.items()}
+    if not files:
+        return Rendered({}, "", plain)
+    written = run_files(resolved)
+    if before is not None:
+        written = {**written, f"{output_subdir}/config.yaml": before}
+    return Rendered(written, summarize(resolved), plain)
 
 
 def _plain(value: object) -> object:
@@ -126,12 +131,12 @@ def _hydra_copy(task: DictConfig, output_subdir: str | None) -> str | None:
     return HYDRA_COPY_NOTE.format(resolved=resolved) + dump(OmegaConf.to_container(task, resolve=False))
 
 
-def render_job(source: JobSource, output_subdir: str | None) -> Rendered:
+def render_job(source: JobSource, output_subdir: str | None, *, files: bool = True) -> Rendered:
     """Compose and render one job from scratch: what a job in another process does."""
     command = read_command_line(source.command()).command
     root = compose_command(command, command.texts())
     task, choices = split_hydra(root)
-    return checked(lambda: render(task, choices, source, output_subdir), command)
+    return checked(lambda: render(task, choices, source, output_subdir, files=files), command)
 
 
 def compose_command(

@@ -23,6 +23,20 @@ from hydra.errors import HydraException
 from verl_roles.cmdline import CommandLine, Override
 from verl_roles.errors import ConfigError, Problem, one_paragraph
 
+# The most jobs one sweep may have. Every job is composed and validated before the sweep starts (a
+# few tenths of a second each), so a grid of a million points would never start; such a grid is
+# refused at once, before any value is listed.
+MAX_SWEEP_JOBS = 1000
+
+
+def _too_many(key: str, what: str) -> ConfigError:
+    return ConfigError([Problem(
+        key=key,
+        message=f"{what}, more than the {MAX_SWEEP_JOBS} jobs one sweep may have (each is composed and "
+        "checked before the sweep starts); nothing was launched or written",
+        fix="split it into several sweeps (each with its own hydra.sweep.dir), or sweep fewer values",
+    )])
+
 
 @dataclass(frozen=True)
 class SweepPoint:
@@ -71,7 +85,7 @@ def _choices(override: Override, options: Callable[[str], list[str]]) -> list[st
             ]
         )
     try:
-        return [f"{key}={value}" for value in parsed.sweep_string_iterator()]
+        values = list(itertools.islice(parsed.sweep_string_iterator(), MAX_SWEEP_JOBS + 1))
     except (ValueError, TypeError, HydraException) as error:
         raise ConfigError([Problem(
             key=f"`{override.text}`",
@@ -79,6 +93,9 @@ def _choices(override: Override, options: Callable[[str], list[str]]) -> list[st
             fix="check its bounds and step (range(start,stop,step) needs a step other than 0), or list the "
             "values (`a,b,c`)",
         )]) from None
+    if len(values) > MAX_SWEEP_JOBS:
+        raise _too_many(f"`{override.text}`", f"lists more than {MAX_SWEEP_JOBS} values")
+    return [f"{key}={value}" for value in values]
 
 
 def swept_keys(command: CommandLine) -> list[str]:
@@ -106,6 +123,12 @@ def sweep_points(command: CommandLine) -> list[SweepPoint]:
         else:
             by_key[_key_element(override)] = (override, _choices(override, command.tree.options))
     columns = list(by_key.values())
+    jobs = 1
+    for _, values in columns:
+        jobs *= len(values)
+    if jobs > MAX_SWEEP_JOBS:
+        sizes = " x ".join(str(len(values)) for _, values in columns if len(values) > 1)
+        raise _too_many("sweep", f"has {sizes} = {jobs} jobs")
     points = []
     for number, combination in enumerate(itertools.product(*(values for _, values in columns))):
         swept = tuple(

@@ -30,6 +30,7 @@ from verl_roles.notices import ConfigWarning
 from verl_roles.omegaconf_adapter.yaml_dialect import dump
 from verl_roles.planning import (
     JOB_NAME,
+    SWEEP_MARKERS,
     JobSource,
     Rendered,
     checked,
@@ -40,7 +41,7 @@ from verl_roles.planning import (
     render_job,
 )
 from verl_roles.sweep_grid import SweepPoint, sweep_points, swept_keys
-from verl_roles.write_protocol import write_atomic
+from verl_roles.write_protocol import MARKER, write_atomic
 
 
 @dataclass
@@ -169,7 +170,7 @@ def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
         points = sweep_points(grid)
         plan.points = len(points)
         plan.output_subdir = output_subdir_of(master)
-        plan.problems = _sweep_setting_problems(master, plan.output_subdir, len(points))
+        plan.problems = _sweep_setting_problems(master, plan.output_subdir, points)
         if plan.problems:
             return plan
         plan.master = hydra_only(master)
@@ -208,9 +209,11 @@ def _grid(command: CommandLine, master: DictConfig) -> tuple[CommandLine, dict[s
     return grid, translated
 
 
-def _sweep_setting_problems(master: DictConfig, output_subdir: str | None, points: int) -> list[Problem]:
+def _sweep_setting_problems(master: DictConfig, output_subdir: str | None,
+                            points: list[SweepPoint]) -> list[Problem]:
     """What stops a sweep before any job whatever its jobs are: a sweeper whose jobs cannot be planned,
-    a batch size the sweeper refuses, Hydra's record in a folder of its own outside the job, no job."""
+    a batch size the sweeper refuses, Hydra's record in a folder of its own outside the job, no job, one
+    job listed twice."""
     problems = output_subdir_problems(output_subdir)
     sweeper = OmegaConf.select(master, "hydra.sweeper._target_", default=None)
     if sweeper != BASIC_SWEEPER:
@@ -227,11 +230,29 @@ def _sweep_setting_problems(master: DictConfig, output_subdir: str | None, point
             key="hydra.sweeper.max_batch_size", message="is how many jobs the sweeper launches at once",
             value=size, show_value=True, expected="null (all at once) or an integer >= 1",
             fix="set hydra.sweeper.max_batch_size=null or a positive number"))
-    if points == 0 and not problems:
+    if not points and not problems:
         problems.append(Problem(
             key="sweep", message="has no job: a sweep in it lists no value (an empty range, say)",
             fix="give every swept key at least one value, e.g. range(1,4) rather than range(3,1)"))
-    return problems
+    return problems + _twice(points)
+
+
+def _twice(points: list[SweepPoint]) -> list[Problem]:
+    """Jobs with the same overrides: one config trained twice under one name, from one checkpoint folder."""
+    first: dict[tuple[str, ...], int] = {}
+    for point in points:
+        number = first.setdefault(point.overrides, point.number)
+        if number != point.number:
+            shown = " ".join(f"{key}={value}" for key, value in point.swept) or " ".join(point.overrides)
+            return [Problem(
+                key="sweep",
+                message=f"lists job #{point.number} ({shown}) twice: it is job #{number} too; the two would "
+                "train one config under one experiment name and checkpoint folder; nothing was launched or "
+                "written",
+                fix="list each value once; to train one config several times, sweep a seed (e.g. "
+                "data.seed=1,2,3)",
+            )]
+    return []
 
 
 def _check_points_alone(plan: SweepPlan, points: list[SweepPoint]) -> None:
@@ -241,7 +262,7 @@ def _check_points_alone(plan: SweepPlan, points: list[SweepPoint]) -> None:
         source = JobSource(plan.command.config_name, plan.command.config_dir_path(),
                            (*plan.hydra_overrides, *point.overrides))
         try:
-            render_job(source, None)
+            render_job(source, None, files=False)
         except ConfigError as error:
             plan.failures.append(PointFailure(point, error))
 
@@ -282,7 +303,7 @@ def _plan_job(plan: SweepPlan, master: DictConfig, point: SweepPoint, name: str 
         subdir = checked(lambda: _job_subdir(root, point.number), command)
         hydra = pin(hydra_only(root), {"hydra.sweep.subdir": subdir, "hydra.output_subdir": None})
         task, choices = split_hydra(root)
-        rendered = checked(lambda: render(task, choices, source, plan.output_subdir), command)
+        rendered = checked(lambda: render(task, choices, source, plan.output_subdir, files=keep), command)
     except ConfigError as error:
         plan.failures.append(PointFailure(point, error))
         return
@@ -299,18 +320,34 @@ def _job_subdir(root: DictConfig, number: int) -> str:
     return str(OmegaConf.select(root, "hydra.sweep.subdir"))
 
 
+# Names in a sweep's own folder that are not a job's: what Hydra, the main job, the write protocol and
+# submitit put there.
+RESERVED_NAMES = (*SWEEP_MARKERS, MARKER, ".submitit")
+
+
 def _folder_problems(plan: SweepPlan) -> list[Problem]:
-    """Two jobs in one folder, or a job folder outside the sweep folder: the sweep is refused."""
+    """Two jobs in one folder, a job's folder inside another's, a job folder outside the sweep folder or
+    named like a file of the sweep's own: the sweep is refused."""
     problems = []
     by_folder: dict[str, list[int]] = {}
     for job in plan.jobs:
         relative = os.path.normpath(job.subdir)
+        first = relative.split(os.sep)[0]
         if os.path.isabs(job.subdir) or relative == "." or relative.startswith(".."):
             problems.append(Problem(
                 key="hydra.sweep.subdir",
                 message=f"puts job #{job.number} into {job.subdir!r}, which is not a folder inside the sweep "
                 "folder (hydra.sweep.dir); nothing was launched or written",
                 fix="name each job's folder relative to the sweep folder, e.g. the default "
+                "hydra.sweep.subdir='${hydra.job.num}'",
+            ))
+            continue
+        if first in RESERVED_NAMES or first.startswith(".verl_roles"):
+            problems.append(Problem(
+                key="hydra.sweep.subdir",
+                message=f"puts job #{job.number} into {job.subdir!r}, a name the sweep's folder keeps for "
+                f"its own files ({', '.join(RESERVED_NAMES)}); nothing was launched or written",
+                fix="name the jobs' folders otherwise, e.g. the default "
                 "hydra.sweep.subdir='${hydra.job.num}'",
             ))
             continue
@@ -324,5 +361,17 @@ def _folder_problems(plan: SweepPlan) -> list[Problem]:
                 "overwrite the others' files; nothing was launched or written",
                 fix="make the folder differ per job, e.g. the default hydra.sweep.subdir='${hydra.job.num}', "
                 "or '${hydra.job.override_dirname}'",
+            ))
+    for folder, numbers in by_folder.items():
+        outer = next((str(p) for p in Path(folder).parents if str(p) in by_folder), None)
+        if outer is not None:
+            problems.append(Problem(
+                key="hydra.sweep.subdir",
+                message=f"puts job #{numbers[0]} into {folder!r}, inside the folder of job "
+                f"#{by_folder[outer][0]} ({outer!r}): one job's folder would hold another job's run; nothing "
+                "was launched or written",
+                fix="make the jobs' folders side by side, e.g. the default "
+                "hydra.sweep.subdir='${hydra.job.num}' (a swept value holding `/` makes "
+                "${hydra.job.override_dirname} a path)",
             ))
     return problems

@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -100,15 +101,38 @@ def options_of(invocation: Invocation) -> LaunchOptions:
     return options
 
 
+# How long the chosen Python may take to say whether it has verl (it starts and reads package metadata;
+# verl is not imported), before launch says so instead of waiting.
+PROBE_SECONDS = 30
+
+
 def probe_verl(python: str) -> VerlProbe | None:
-    """What ``python`` has of verl; None when ``python`` cannot be run at all."""
+    """What ``python`` has of verl; None when ``python`` cannot be run at all; a :class:`ConfigError` when
+    it does not answer in :data:`PROBE_SECONDS`."""
     try:
-        result = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
+        # In a process group of its own: on time-out, everything it started ends with it.
+        probe = subprocess.Popen([python, "-c", PROBE], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, process_group=0)
+    except OSError:
         return None
-    if result.returncode != 0:
+    try:
+        out, _ = probe.communicate(timeout=PROBE_SECONDS)
+    except BaseException as error:  # the time-out, Ctrl-C: the probe and all it started end here
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(probe.pid, signal.SIGKILL)
+        probe.communicate()
+        if not isinstance(error, subprocess.TimeoutExpired):
+            raise
+        raise ConfigError([Problem(
+            key=VERL_PYTHON.name,
+            message=f"{python} did not say within {PROBE_SECONDS} seconds whether it has verl (it was asked "
+            "to read verl's package metadata, not to import it); nothing was written and nothing was started",
+            fix=f"check that it starts (`{python} -c pass`), or pass the Python of your verl environment "
+            "with --verl-python",
+        )]) from None
+    if probe.returncode != 0:
         return None
-    lines = result.stdout.strip().splitlines()
+    lines = out.strip().splitlines()
     try:
         answer = json.loads(lines[-1]) if lines else None
     except ValueError:
@@ -281,10 +305,10 @@ def composed_in(run_dir: Path) -> Path:
 
 def run_trainer(command: list[str], workdir: Path) -> int:
     """Run verl's trainer in its own process group and wait for it; Ctrl-C, SIGTERM and SIGHUP sent to
-    launch reach the trainer and everything it started, so stopping launch stops the training."""
-    import signal
-
-    process = subprocess.Popen(command, cwd=workdir, process_group=0)
+    launch reach the trainer and everything it started, so stopping launch stops the training; killed
+    outright, launch takes the trainer's process with it (:func:`_ends_with`)."""
+    process = subprocess.Popen(command, cwd=workdir, process_group=0,
+                               preexec_fn=_ends_with(os.getpid()))  # noqa: PLW1509 - no threads here
 
     def forward(signum: int, frame: object) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -300,3 +324,22 @@ def run_trainer(command: list[str], workdir: Path) -> int:
     finally:
         for number, handler in saved.items():
             signal.signal(number, handler)
+
+
+def _ends_with(parent: int):  # noqa: ANN202 - a preexec function
+    """What the trainer's process runs before it starts: Linux sends it SIGTERM when launch ends, also
+    when launch is killed outright (SIGKILL runs no handler that could forward a signal). Elsewhere the
+    trainer outlives a killed launch."""
+
+    def arrange() -> None:
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # launch ended before the request was made
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arrange

@@ -91,6 +91,8 @@ class MainJob:
     # them).
     run_dirs: list[Path] = field(default_factory=list)
     written: str = ""
+    # The process that planned the sweep: a worker it started ends when it ends (end_with_launcher).
+    launcher: tuple[str, int, str | None] = field(default_factory=sweep.this_process)
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
@@ -114,6 +116,7 @@ class MainJob:
             return sweep.ok()
         if job is None or self.sweep_plan is None:
             raise ConfigError([Problem(key="main job", message="was run without a plan")])
+        sweep.end_with_launcher(self.launcher)
         plan = self.sweep_plan
         planned = plan.job(int(job))
         final = sweep.job_folder(plan, planned)

@@ -24,13 +24,19 @@ import yaml
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_roles.errors import ConfigError, internal_error, one_paragraph
+from verl_roles.errors import (
+    EXIT_INTERRUPTED,
+    ConfigError,
+    caused_by_interrupt,
+    current_folder_problem,
+    internal_error,
+    one_paragraph,
+)
 from verl_roles.notices import ConfigWarning
 from verl_roles.write_protocol import Interrupted
 
 EXIT_CONFIG_ERROR = 2
 EXIT_INTERNAL_ERROR = 70
-EXIT_INTERRUPTED = 130
 DEBUG_FLAG = "--debug"
 
 
@@ -88,6 +94,11 @@ def _tolerant_streams() -> None:
     logging.raiseExceptions = False
 
 
+def _interrupted() -> int:
+    print("verl_roles: interrupted (Ctrl-C); what this run was writing was removed", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
     """Run ``action``; turn a user mistake into a message on stderr and exit code 2 (see the module
     docstring for everything else)."""
@@ -97,6 +108,10 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
         print("verl_roles error: standard output is closed (>&-), and the commands print to it. Fix: send "
               "it somewhere (> out.txt, or > /dev/null to keep only the files a run writes).",
               file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    gone = current_folder_problem()
+    if gone is not None:
+        print(f"verl_roles error: {ConfigError([gone]).render()}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     saved_env = os.environ.get("HYDRA_FULL_ERROR")
     # Let Hydra re-raise instead of printing its own report, so we word the error ourselves.
@@ -110,6 +125,8 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
     except (ConfigError, HydraException, OmegaConfBaseException, yaml.YAMLError) as error:
         if debug:
             raise
+        if caused_by_interrupt(error):
+            return _interrupted()
         print(f"verl_roles error: {report(error)}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     except BrokenPipeError:
@@ -119,14 +136,15 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
     except KeyboardInterrupt:
         if debug:
             raise
-        print("verl_roles: interrupted (Ctrl-C); what this run was writing was removed", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _interrupted()
     except Interrupted as stop:
         print("verl_roles: stopped by a signal; what this run was writing was removed", file=sys.stderr)
         return int(stop.code) if isinstance(stop.code, int) else EXIT_INTERRUPTED
     except Exception as error:  # noqa: BLE001 - the boundary: a bug is one paragraph, not a traceback
         if debug:
             raise
+        if caused_by_interrupt(error):
+            return _interrupted()
         print(f"verl_roles error: {ConfigError([internal_error(error)]).render()}", file=sys.stderr)
         return EXIT_INTERNAL_ERROR
     finally:

@@ -273,6 +273,10 @@ def generate(
     and remove generator-owned files no longer listed. Returns 0."""
     if rendered is None:
         rendered = render_all(variants)
+    try:
+        generated_dir.mkdir(exist_ok=True)  # a checkout without it gets it back
+    except OSError as error:
+        raise unwritable(error, generated_dir) from None
     changed = []
     for name, text in rendered.items():
         path = generated_dir / name

@@ -15,18 +15,24 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import signal
+import socket
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from verl_roles.sweep_isolation import EXPERIMENT_NAME
+from verl_roles.sweep_isolation import EXPERIMENT_NAME, RUN_OUTPUTS
 from verl_roles.sweep_planning import PlannedJob, SweepPlan
 from verl_roles.write_protocol import MARKER, RUN, marker_text, write_atomic
 
 SUMMARY_FILE = "sweep_summary.csv"
 # A failed job's full error, in its own directory (the summary holds its one-line headline).
 ERROR_FILE = "error.txt"
-# Where each job writes, per row (its experiment name and checkpoint folder).
+# Where each job writes, per row (its experiment name and checkpoint folder); then a column for every
+# other output of verl's (sweep_isolation.RUN_OUTPUTS) that a job of the sweep writes to.
 OUTPUT_COLUMNS = (EXPERIMENT_NAME, "trainer.default_local_dir")
 # The columns of sweep_summary.csv; one column per swept key goes after `job`.
 SUMMARY_COLUMNS = ("job", "status", "error", "output_dir", *OUTPUT_COLUMNS, "overrides")
@@ -84,9 +90,18 @@ def _outcome(folder: Path) -> dict[str, str]:
     return {"status": str(record["status"]), "error": str(record.get("error", ""))}
 
 
+def output_columns(plan: SweepPlan) -> tuple[str, ...]:
+    """The outputs the summary lists: the experiment name, the checkpoint folder, and every other output
+    some job of ``plan`` writes to."""
+    used = [output.key for output in RUN_OUTPUTS if output.key not in OUTPUT_COLUMNS
+            and any(output.in_use(job.outputs) for job in plan.jobs)]
+    return (*OUTPUT_COLUMNS, *used)
+
+
 def gather(plan: SweepPlan, staging: Path) -> list[JobRecord]:
     """Every planned job's record, read from its folder under ``staging`` (rows named by final paths)."""
     assert plan.target is not None
+    columns = output_columns(plan)
     records = []
     for job in plan.jobs:
         outcome = _outcome(staging / job.subdir)
@@ -96,7 +111,7 @@ def gather(plan: SweepPlan, staging: Path) -> list[JobRecord]:
             status=outcome["status"],
             error=outcome["error"],
             output_dir=str(plan.target / job.subdir),
-            outputs=tuple(_text(job.outputs.get(key)) for key in OUTPUT_COLUMNS),
+            outputs=tuple(_text(job.outputs.get(key)) for key in columns),
             overrides=" ".join(job.point.overrides),
         ))
     return records
@@ -106,11 +121,12 @@ def _text(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def summary_columns(keys: Sequence[str]) -> list[str]:
-    """The header of sweep_summary.csv for a sweep over ``keys``: a swept key named like one of the fixed
-    columns (``+job=1,2``) is written ``swept:job``, so every column name is one column."""
-    return [SUMMARY_COLUMNS[0], *(f"swept:{k}" if k in SUMMARY_COLUMNS else k for k in keys),
-            *SUMMARY_COLUMNS[1:]]
+def summary_columns(keys: Sequence[str], outputs: Sequence[str] = OUTPUT_COLUMNS) -> list[str]:
+    """The header of sweep_summary.csv for a sweep over ``keys`` whose jobs write to ``outputs``: a swept
+    key named like one of the other columns (``+job=1,2``) is written ``swept:job``, so every column name
+    is one column."""
+    fixed = [SUMMARY_COLUMNS[0], *SUMMARY_COLUMNS[1:4], *outputs, SUMMARY_COLUMNS[-1]]
+    return [fixed[0], *(f"swept:{k}" if k in fixed else k for k in keys), *fixed[1:]]
 
 
 def write_summary(plan: SweepPlan, staging: Path) -> Summary:
@@ -120,7 +136,7 @@ def write_summary(plan: SweepPlan, staging: Path) -> Summary:
     records = gather(plan, staging)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(summary_columns(plan.keys))
+    writer.writerow(summary_columns(plan.keys, output_columns(plan)))
     for r in records:
         writer.writerow([r.job, *(value for _, value in r.swept), r.status, r.error, r.output_dir,
                          *r.outputs, r.overrides])
@@ -155,3 +171,47 @@ def sweep_error_text(summary: Summary) -> str:
 def job_folder(plan: SweepPlan, job: PlannedJob) -> Path:
     assert plan.target is not None
     return plan.target / job.subdir
+
+
+# --- workers on this machine ---------------------------------------------------------------------
+
+_WATCHED: set[int] = set()
+
+
+def _process_identity(pid: int) -> str | None:
+    """What tells process ``pid`` from a later one given the same number: its start time (Linux), or
+    just that it exists; None when there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        pass
+    return "alive"
+
+
+def this_process() -> tuple[str, int, str | None]:
+    """The launching process as a worker finds it again: its machine, number and start time."""
+    return socket.gethostname(), os.getpid(), _process_identity(os.getpid())
+
+
+def end_with_launcher(launcher: tuple[str, int, str | None]) -> None:
+    """In a worker the launching process started on this machine (a joblib worker, a local submitit job):
+    end as soon as the launching process has ended, however it ended. Killed outright (SIGKILL), it
+    cannot stop its workers, which would go on writing into a sweep nobody will commit, then wait for
+    work for minutes. The launching process itself, and a job on another machine, are left alone."""
+    host, pid, identity = launcher
+    if host != socket.gethostname() or pid == os.getpid() or os.getpid() in _WATCHED or identity is None:
+        return
+    _WATCHED.add(os.getpid())
+
+    def watch() -> None:
+        while _process_identity(pid) == identity:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGKILL)  # at once: no clean-up of a sweep nobody commits
+
+    threading.Thread(target=watch, name="verl_roles: end with the launcher", daemon=True).start()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -46,6 +47,25 @@ def make_dirs(folder: Path) -> list[Path]:
         remove_created(created)
         raise unwritable(error, made) from None
     return created
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove a folder of the protocol's own and everything in it, also when a umask (``umask 777``) gave
+    its folders modes that forbid listing them: those are opened up first (they are ours)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    if not os.path.lexists(folder) or os.path.islink(folder):
+        return  # a link is never the protocol's own folder, and a mode is never changed through one
+    _open_up(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _open_up(folder: str | Path) -> None:
+    with contextlib.suppress(OSError):
+        os.chmod(folder, 0o700)
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                _open_up(entry.path)
 
 
 def remove_created(created: Sequence[Path]) -> None:
@@ -115,7 +135,9 @@ def write_user_file(path: Path, text: str) -> Path:
     A symbolic link is followed (the link stays, the file it names gets the text); a FIFO, a character
     device or a socket is written into, never replaced, and so is a file with other hard links or in a
     folder this user cannot write (as ``> FILE`` would); any other regular file is replaced atomically
-    and keeps its permissions; a missing file is created (its folder must exist).
+    and keeps its permissions; a missing file is created (its folder must exist). A file this user may
+    not write is refused, as ``> FILE`` refuses it (replacing it would get round its permissions), and
+    so is a FIFO nobody reads yet (writing would wait for a reader forever).
     """
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
@@ -127,26 +149,45 @@ def write_user_file(path: Path, text: str) -> Path:
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise unwritable(OSError(errno.EISDIR, os.strerror(errno.EISDIR)), path)
     try:
+        if info is not None and not os.access(target, os.W_OK):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
         in_place = info is not None and (
             not stat.S_ISREG(info.st_mode)  # a FIFO, a device: written into, never replaced
             or info.st_nlink > 1  # a hard link: every name of the file sees the new text
             or not os.access(target.parent, os.W_OK | os.X_OK)  # a writable file in a folder that is not
         )
         if in_place:
-            with open(target, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(text)
+            _write_into(target, text)
             return target
         if not target.parent.is_dir():
             raise OSError(errno.ENOENT, f"no folder {target.parent}")
         tmp = _write_temporary(target, text, stat.S_IMODE(info.st_mode) if info is not None else None)
         try:
+            pause_point(f"temp:{target.name}")
             os.replace(tmp, target)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        pause_point(f"renamed:{target.name}")
     except OSError as error:
         raise unwritable(error, path) from None
     return target
+
+
+def _write_into(target: Path, text: str) -> None:
+    """``text`` written into an existing file, FIFO or device. Opened without waiting: a FIFO that no
+    process reads yet is refused (ENXIO) instead of waiting for a reader forever."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_TRUNC | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            what = "a FIFO (a named pipe) that no process is reading" if stat.S_ISFIFO(
+                os.stat(target).st_mode) else "a socket or a device that cannot be opened for writing"
+            raise OSError(errno.ENXIO, f"it is {what}") from None
+        raise
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
 
 
 def unwritable(error: OSError, path: Path | None = None) -> ConfigError:
@@ -164,6 +205,8 @@ def unwritable(error: OSError, path: Path | None = None) -> ConfigError:
         fix = "choose a path whose folders are folders and whose file name is not taken by a folder"
     elif error.errno == errno.ENAMETOOLONG:
         fix = "choose a shorter folder or file name (each part of a path is at most 255 bytes)"
+    elif error.errno == errno.ENXIO:
+        fix = "write to a regular file, or (a FIFO) start the process that reads it first (`cat FILE &`)"
     else:
         fix = "check the path, the disk and the permissions, then run again"
     key = str(where) if where else "the output folder (hydra.run.dir)"
