@@ -33,7 +33,8 @@ OLDEST = releases.supported()[0]
 QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
 TRAINER = """\
 import json, os, sys
-record = {"argv": sys.argv[1:], "cwd": os.getcwd(), "module": __name__, "spec": __spec__.name}
+record = {"argv": sys.argv[1:], "cwd": os.getcwd(), "module": __name__, "spec": __spec__.name,
+          "hydra_full_error": os.environ.get("HYDRA_FULL_ERROR")}
 with open(os.environ["FAKE_VERL_RECORD"], "w") as handle:
     json.dump(record, handle)
 sys.exit(int(os.environ.get("FAKE_VERL_EXIT", "0")))
@@ -71,6 +72,21 @@ def launch(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, st
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err, captured.out + captured.err
     return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("users", [None, "0", "1"])
+def test_the_trainer_gets_the_users_hydra_full_error(
+    trainer: Path, users: str | None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    # Our error boundary asks Hydra to re-raise while we compose; verl's own Hydra must still report its
+    # errors the way the user set it up, as when verl runs alone.
+    if users is None:
+        monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    else:
+        monkeypatch.setenv("HYDRA_FULL_ERROR", users)
+    code, _, _ = launch(QUIET, capsys)
+    assert code == 0
+    assert json.loads(trainer.read_text(encoding="utf-8"))["hydra_full_error"] == users
 
 
 def run_dirs(root: Path) -> list[Path]:

@@ -113,9 +113,6 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
     if gone is not None:
         print(f"verl_roles error: {ConfigError([gone]).render()}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
-    saved_env = os.environ.get("HYDRA_FULL_ERROR")
-    # Let Hydra re-raise instead of printing its own report, so we word the error ourselves.
-    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         # catch_warnings puts the caller's filters and showwarning back on the way out.
         with warnings.catch_warnings():
@@ -147,9 +144,4 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
             return _interrupted()
         print(f"verl_roles error: {ConfigError([internal_error(error)]).render()}", file=sys.stderr)
         return EXIT_INTERNAL_ERROR
-    finally:
-        if saved_env is None:
-            os.environ.pop("HYDRA_FULL_ERROR", None)
-        else:
-            os.environ["HYDRA_FULL_ERROR"] = saved_env
     return 0

@@ -67,11 +67,30 @@ def _hydra_builds_loaders_with(factory: _LoaderFactory) -> Iterator[None]:
             hydra_internal.ConfigLoaderImpl = saved  # type: ignore[misc]
 
 
+_FULL_ERROR = "HYDRA_FULL_ERROR"
+
+
+@contextmanager
+def _hydra_raises() -> Iterator[None]:
+    """Hydra's run loop re-raises an error instead of printing its own report, so the error boundary
+    words it; only for the call: what the command starts afterwards (verl's trainer, under launch) gets
+    the user's own ``HYDRA_FULL_ERROR``."""
+    saved = os.environ.get(_FULL_ERROR)
+    os.environ[_FULL_ERROR] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(_FULL_ERROR, None)
+        else:
+            os.environ[_FULL_ERROR] = saved
+
+
 def run_app(task: TaskFunction, argv: Sequence[str], served: Served | None = None) -> None:
     """Run ``task`` as the Hydra app of our primary config on the arguments ``argv``.
 
     ``served``: what the main job composed for this run (None: Hydra composes, for its views such as
-    ``--cfg``). Hydra's errors propagate (the caller sets ``HYDRA_FULL_ERROR``); a bad flag exits 2 with
+    ``--cfg``). Hydra's errors propagate (Hydra's own report is off for the call); a bad flag exits 2 with
     Hydra's usage, as in any Hydra app. ``--experimental-rerun`` (which unpickles a previous run's file)
     is the caller's to refuse.
     """
@@ -81,7 +100,7 @@ def run_app(task: TaskFunction, argv: Sequence[str], served: Served | None = Non
         raise ValueError("--experimental-rerun is not supported: it unpickles a file")
     factory = _LoaderFactory(served)
     try:
-        with version_base_1_3(), _hydra_builds_loaders_with(factory):
+        with version_base_1_3(), _hydra_builds_loaders_with(factory), _hydra_raises():
             _run_hydra(
                 args=args,
                 args_parser=parser,
