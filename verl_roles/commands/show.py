@@ -8,12 +8,10 @@ never disagrees with the files a run writes.
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
-from pathlib import Path
 
 from omegaconf import OmegaConf
 
@@ -27,7 +25,6 @@ from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_lines
 from verl_roles.run_files import run_files
 from verl_roles.suggest import MAX_KEYS, near_keys, near_names
-from verl_roles.write_protocol import write_atomic
 
 ROLE = FlagSpec(
     ("--role",), REQUIRED, tuple(ROLE_SECTIONS), value_name="a role", metavar="ROLE",
@@ -177,20 +174,3 @@ def composition_note(command: CommandLine) -> str:
         "role options and the megatron_config_path slime file, and validates; the config a run uses "
         f"(its resolved.yaml) is what `{show_command(command)}` prints."
     )
-
-
-HYDRA_COPY_NOTE = (
-    "# Hydra's composition of this run, saved by Hydra before verl_roles read legacy keys, applied the\n"
-    "# role options and the megatron_config_path slime file, and resolved the config. The config this run\n"
-    "# used is {resolved} (`verl-roles show` with the run's overrides prints the same).\n"
-)
-
-
-def mark_hydra_copy(path: Path, resolved: Path) -> None:
-    """Put :data:`HYDRA_COPY_NOTE` on top of Hydra's saved ``config.yaml`` at ``path`` (once)."""
-    if not path.is_file():
-        return
-    note = HYDRA_COPY_NOTE.format(resolved=os.path.relpath(resolved, path.parent))
-    text = path.read_text(encoding="utf-8")
-    if not text.startswith(note):
-        write_atomic(path, note + text)
