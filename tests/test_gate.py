@@ -1,0 +1,156 @@
+"""The gate (verl_roles/gate.py) by class, not by case: the same content reaches a run through every
+channel (the command line, a primary config under --config-dir, an option file of a user's group under
+--config-dir or under hydra.searchpath, the Python API), and gets the same verdict through each. A
+refused run writes nothing and runs nothing; an accepted one runs what it says.
+
+Code run from a config is detected by its side effect: a folder made by ``os.makedirs`` or a module of
+the test's own whose import leaves a file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+import verl_roles
+from verl_roles.errors import ConfigError
+from verl_roles.main import main
+
+PRIMARY = "defaults:\n  - ppo_trainer\n  - _self_\n"
+CHANNELS = ("command-line", "primary-config", "option-file", "search-path-option-file")
+_MODULES = itertools.count()
+
+
+@dataclass(frozen=True)
+class Content:
+    """One setting as a user writes it: ``key`` (dotted), its value as YAML text (``yaml``) and as override
+    text (``cli``, None when the command line cannot carry it), ``+`` when the command line adds it."""
+
+    key: str
+    yaml: str
+    cli: str | None = None
+    add: bool = False
+
+
+def nested(key: str, value: str) -> str:
+    parts = key.split(".")
+    lines = [f"{'  ' * depth}{part}:" for depth, part in enumerate(parts[:-1])]
+    return "\n".join([*lines, f"{'  ' * (len(parts) - 1)}{parts[-1]}: {value}"]) + "\n"
+
+
+def channel_arguments(channel: str, content: Content, folder: Path) -> tuple[list[str], str, str | None]:
+    """(overrides, config name, config dir) that bring ``content`` through ``channel``."""
+    body = nested(content.key, content.yaml)
+    if channel == "command-line":
+        return [f"{'+' if content.add else ''}{content.key}={content.cli}"], "ppo_trainer", None
+    if channel == "primary-config":
+        write(folder / "conf" / "mine.yaml", PRIMARY + body)
+        return [], "mine", str(folder / "conf")
+    if channel == "option-file":
+        write(folder / "conf" / "exp" / "mine.yaml", "# @package _global_\n" + body)
+        return ["+exp=mine"], "ppo_trainer", str(folder / "conf")
+    write(folder / "searched" / "exp" / "mine.yaml", "# @package _global_\n" + body)
+    return [f"hydra.searchpath=[file://{folder / 'searched'}]", "+exp=mine"], "ppo_trainer", None
+
+
+def run_main(overrides: list[str], config_name: str, config_dir: str | None, folder: Path,
+             capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    flags = ["--config-name", config_name] + (["--config-dir", config_dir] if config_dir else [])
+    code = main([*flags, *overrides, f"hydra.run.dir={folder / 'run'}"])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def run_api(overrides: list[str], config_name: str, config_dir: str | None) -> str | None:
+    """The API's verdict: None when it composed, else the ConfigError's text (nothing else may escape)."""
+    try:
+        verl_roles.compose(overrides, config_name=config_name, config_dir=config_dir)
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+@pytest.fixture
+def importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
+    """A module of this test's own, never imported before, whose import makes the file it returns."""
+    name = f"verl_roles_gate_probe_{next(_MODULES)}"
+    marker = tmp_path / "IMPORTED"
+    write(tmp_path / "modules" / f"{name}.py", f"open({str(marker)!r}, 'w').close()\nstream = None\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "modules"))
+    yield name, marker
+    sys.modules.pop(name, None)
+
+
+# --------------------------------------------------------------------------- code through an interpolation
+
+
+def _code_contents(tmp_path: Path, module: str) -> dict[str, tuple[Content, dict[str, str]]]:
+    made = tmp_path / "MADE"
+    callback = f"{{_target_: os.makedirs, name: {made}}}"
+    return {
+        # A callback decoded from the environment: Hydra instantiates whatever the text says.
+        "callback-from-env": (
+            Content("hydra.callbacks.probe", "${oc.decode:${oc.env:GATE_PROBE}}",
+                    "'${oc.decode:${oc.env:GATE_PROBE}}'", add=True),
+            {"GATE_PROBE": callback}),
+        # A logging stream from the environment: Python's logging imports an ext:// value.
+        "logging-stream-from-env": (
+            Content("hydra.job_logging.handlers.console.stream", "${oc.env:GATE_PROBE}",
+                    "${oc.env:GATE_PROBE}"),
+            {"GATE_PROBE": f"ext://{module}.stream"}),
+        # A logging class chosen through an interpolation with a default.
+        "logging-class-from-select": (
+            Content("hydra.job_logging.handlers.console.class", f"${{oc.select:nope,{module}.stream}}",
+                    f"${{oc.select:nope,{module}.stream}}"),
+            {}),
+    }
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+@pytest.mark.parametrize("name", ["callback-from-env", "logging-stream-from-env",
+                                  "logging-class-from-select"])
+def test_code_chosen_through_an_interpolation_is_refused_through_every_channel(
+    name: str, channel: str, tmp_path: Path, importable: tuple[str, Path], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    module, imported = importable
+    content, env = _code_contents(tmp_path, module)[name]
+    for variable, value in env.items():
+        monkeypatch.setenv(variable, value)
+    overrides, config_name, config_dir = channel_arguments(channel, content, tmp_path)
+    code, output = run_main(overrides, config_name, config_dir, tmp_path, capsys)
+    assert code == 2 and "Traceback" not in output, output
+    assert content.key.rpartition(".")[0] in output and "Fix:" in output, output
+    assert not (tmp_path / "MADE").exists() and not imported.exists()
+    assert not (tmp_path / "run").exists()
+    message = run_api(overrides, config_name, config_dir)
+    assert message is not None and content.key.rpartition(".")[0] in message
+    assert not (tmp_path / "MADE").exists() and not imported.exists()
+
+
+@pytest.mark.parametrize("channel", ["command-line", "primary-config"])
+def test_an_interpolation_hydra_fills_when_it_runs_is_not_refused(
+    channel: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Hydra's own idiom for a log file: a reference to the run's folder, known only when Hydra runs."""
+    content = Content("hydra.job_logging.handlers.file.filename", "${hydra.runtime.output_dir}/my.log",
+                      "${hydra.runtime.output_dir}/my.log")
+    overrides, config_name, config_dir = channel_arguments(channel, content, tmp_path)
+    code, output = run_main(overrides, config_name, config_dir, tmp_path, capsys)
+    assert code == 0, output
+    assert (tmp_path / "run" / "my.log").is_file()
+
+
+def test_an_interpolation_through_a_resolver_that_cannot_resolve_yet_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    code, output = run_main(["hydra.job_logging.handlers.console.stream=${oc.env:GATE_SURELY_UNSET}"],
+                            "ppo_trainer", None, tmp_path, capsys)
+    assert code == 2 and "hydra.job_logging.handlers.console.stream" in output and "Fix:" in output, output
+    assert not (tmp_path / "run").exists()
