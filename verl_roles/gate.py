@@ -14,7 +14,8 @@ final config, after every step):
   ``hydra/job_logging=disabled``, is how such values change), and each ``_target_`` of the trainer
   config is the one verl's own config has at that path (:func:`task_problems`). An interpolation in a
   setting Hydra hands to code is judged by the value it resolves to (``${oc.decode:${oc.env:X}}`` can
-  be a callback). Hydra's instantiation keys (``_partial_``, ``_args_``, ...) are never accepted in the trainer config.
+  be a callback). Hydra's instantiation keys (``_partial_``, ``_args_``, ...) are never accepted in the
+  trainer config.
 - **No config source that runs code.** A ``pkg://`` search-path entry imports its package; only a
   package already loaded may be named (:func:`search_path_problems`). Files of ``file://`` entries are
   read by the checked file source (limits, containment) whatever entry named them.
