@@ -154,3 +154,47 @@ def test_an_interpolation_through_a_resolver_that_cannot_resolve_yet_is_refused(
                             "ppo_trainer", None, tmp_path, capsys)
     assert code == 2 and "hydra.job_logging.handlers.console.stream" in output and "Fix:" in output, output
     assert not (tmp_path / "run").exists()
+
+
+# --------------------------------------------------------------------------- a user's file never read
+
+
+SHADOWING = {
+    # The shipped default role option, the primary config and an engine option, each under its own name.
+    "role-option": ("role/critic/default.yaml", "# @package critic\noptim:\n  lr: 3.0e-05\n", [],
+                    "role/critic/default.yaml"),
+    "primary-config": ("ppo_trainer.yaml", "trainer:\n  nnodes: 4\n", [], "ppo_trainer.yaml"),
+    "engine-option": ("model_engine/megatron.yaml", "# @package _global_\ntrainer:\n  nnodes: 4\n",
+                      ["model_engine=megatron"], "model_engine"),
+    # A release of the user's own: verl_roles' releases are generated data, not options a folder adds.
+    "release-option": ("verl_version/0.7.0.yaml", "# @package _global_\n{}\n", ["verl_version=0.7.0"],
+                       "verl_version"),
+}
+
+
+@pytest.mark.parametrize("channel", ["config-dir", "search-path"])
+@pytest.mark.parametrize("name", list(SHADOWING))
+def test_a_file_of_a_users_folder_that_would_never_be_read_is_refused(
+    name: str, channel: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Hydra reads the first file of a name on the search path, and verl_roles' own tree comes first: a
+    user's file of the same name would silently not apply."""
+    relative, text, overrides, phrase = SHADOWING[name]
+    write(tmp_path / "mine" / relative, text)
+    if channel == "config-dir":
+        args, config_dir = overrides, str(tmp_path / "mine")
+    else:
+        args, config_dir = [f"hydra.searchpath=[file://{tmp_path / 'mine'}]", *overrides], None
+    code, output = run_main(args, "ppo_trainer", config_dir, tmp_path, capsys)
+    assert code == 2 and phrase in output and "Fix:" in output, output
+    assert not (tmp_path / "run").exists()
+    message = run_api(args, "ppo_trainer", config_dir)
+    assert message is not None and phrase in message
+
+
+def test_a_users_option_under_a_name_of_its_own_applies(tmp_path: Path):
+    options = tmp_path / "mine" / "role" / "critic"
+    write(options / "mine.yaml", "# @package critic\noptim:\n  lr: 3.0e-05\n")
+    write(options / "default.yaml", "# @package critic\noptim:\n  lr: 4.0e-05\n")
+    cfg = verl_roles.compose(["role/critic=mine"], config_dir=str(tmp_path / "mine"))
+    assert cfg.critic.optim.lr == 3.0e-05
