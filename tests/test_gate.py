@@ -198,3 +198,29 @@ def test_a_users_option_under_a_name_of_its_own_applies(tmp_path: Path):
     write(options / "default.yaml", "# @package critic\noptim:\n  lr: 4.0e-05\n")
     cfg = verl_roles.compose(["role/critic=mine"], config_dir=str(tmp_path / "mine"))
     assert cfg.critic.optim.lr == 3.0e-05
+
+
+# --------------------------------------------------------------------------- no key without an effect
+
+
+@pytest.mark.parametrize("channel", [*CHANNELS, "role-option"])
+@pytest.mark.parametrize("key", ["critic.model.lora.rnk", "actor_rollout_ref.model.lora.target_modulez"])
+def test_a_key_our_lora_block_does_not_have_is_refused_through_every_channel(
+    key: str, channel: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """The LoRA block is verl_roles' own (its flat keys are derived from it): a misspelt key in it would
+    leave LoRA as it was, without a word. verl types the block as a mapping, which does not make it free."""
+    content = Content(key, "8", "8", add=True)
+    if channel == "role-option":
+        write(tmp_path / "conf" / "role" / "critic" / "mine.yaml",
+              "# @package critic\n" + nested(key.removeprefix("critic."), "8"))
+        overrides, config_name, config_dir = ["role/critic=mine"], "ppo_trainer", str(tmp_path / "conf")
+        if not key.startswith("critic."):
+            pytest.skip("a critic option sets only critic keys")
+    else:
+        overrides, config_name, config_dir = channel_arguments(channel, content, tmp_path)
+    code, output = run_main(overrides, config_name, config_dir, tmp_path, capsys)
+    assert code == 2 and key in output and "did you mean" in output, output
+    assert not (tmp_path / "run").exists()
+    message = run_api(overrides, config_name, config_dir)
+    assert message is not None and key in message

@@ -290,6 +290,10 @@ class Surface:
     own_sections: Collection[str]
     release: str
 
+    def owns(self, section: str) -> bool:
+        """``section`` is one of verl_roles' own sections or inside one: nothing reads a key added there."""
+        return any(section == own or section.startswith(f"{own}.") for own in self.own_sections)
+
     def builds(self, section: str) -> bool:
         """verl builds a dataclass from ``section`` (so it refuses a key the dataclass has no field for)."""
         return any(fnmatchcase(section, pattern) for pattern in self.converted)
@@ -364,8 +368,8 @@ def _walk(
             continue
         if subtree is None:
             continue  # a mapping the schema types as a whole (dict / Any): verl passes it on
-        if key_type is not None and _free(key_type):
-            continue
+        if key_type is not None and _free(key_type) and not surface.owns(path):
+            continue  # verl passes the mapping on; a section of ours (the LoRA block) is read key by key
         _walk(value, subtree, f"{path}.", surface, problems, warnings)
 
 
@@ -397,7 +401,7 @@ def _added_key(
         problems.append(unknown(
             f"verl {surface.release} builds that section {built}, which has no field `{name}`, so verl "
             "would refuse the config"))
-    elif any(section == own or section.startswith(f"{own}.") for own in surface.own_sections):
+    elif surface.owns(section):
         problems.append(unknown("it is one of verl_roles' own sections, and nothing reads the key"))
     elif close:
         problems.append(unknown("it is spelt like one that is"))
