@@ -224,3 +224,30 @@ def test_a_key_our_lora_block_does_not_have_is_refused_through_every_channel(
     assert not (tmp_path / "run").exists()
     message = run_api(overrides, config_name, config_dir)
     assert message is not None and key in message
+
+
+# ------------------------------------------------------------------ a config source that adds nothing
+
+
+@pytest.mark.parametrize("what", ["missing", "a-file"])
+@pytest.mark.parametrize("channel", ["config-dir", "command-line", "primary-config"])
+def test_a_folder_of_config_files_that_is_no_folder_is_refused_through_every_channel(
+    what: str, channel: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Hydra skips a search-path entry it cannot read with a warning: every file meant to be there would
+    silently not apply, as with a --config-dir that is no folder."""
+    folder = tmp_path / "options"
+    if what == "a-file":
+        write(folder, "trainer:\n  nnodes: 2\n")
+    if channel == "config-dir":
+        overrides, config_name, config_dir = [], "ppo_trainer", str(folder)
+    elif channel == "command-line":
+        overrides, config_name, config_dir = [f"hydra.searchpath=[file://{folder}]"], "ppo_trainer", None
+    else:
+        write(tmp_path / "conf" / "mine.yaml", f"{PRIMARY}hydra:\n  searchpath:\n    - file://{folder}\n")
+        overrides, config_name, config_dir = [], "mine", str(tmp_path / "conf")
+    code, output = run_main(overrides, config_name, config_dir, tmp_path, capsys)
+    assert code == 2 and str(folder) in output and "Fix:" in output, output
+    assert not (tmp_path / "run").exists()
+    message = run_api(overrides, config_name, config_dir)
+    assert message is not None and str(folder) in message

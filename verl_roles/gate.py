@@ -30,6 +30,7 @@ final config, after every step):
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -259,12 +260,19 @@ def _logging_problem(key: str, message: str, expected: str = "") -> Problem:
 
 def search_path_problems(entries: Sequence[str], loaded: Collection[str] | None = None) -> list[Problem]:
     """Search-path entries that would run code to be read: a ``pkg://`` package not loaded yet (reading
-    it imports it), or a scheme Hydra would resolve through a plugin we do not know."""
+    it imports it), or a scheme Hydra would resolve through a plugin we do not know; and a ``file://``
+    entry that is no folder one can read (Hydra would skip it with a warning, and every option the user
+    put there would silently not apply, as with a ``--config-dir`` that is no folder)."""
     modules = sys.modules if loaded is None else loaded
     problems = []
     for entry in entries:
         scheme, sep, rest = entry.partition("://")
-        if not sep or scheme in ("file", "structured"):
+        if not sep or scheme == "file":
+            problem = _folder_problem(entry, rest if sep else entry)
+            if problem is not None:
+                problems.append(problem)
+            continue
+        if scheme == "structured":
             continue
         if scheme == "pkg" and rest in modules:
             continue
@@ -276,6 +284,19 @@ def search_path_problems(entries: Sequence[str], loaded: Collection[str] | None 
             fix="put your config files in a folder and name it with file://DIR (or --config-dir DIR)",
         ))
     return problems
+
+
+def _folder_problem(entry: str, folder: str) -> Problem | None:
+    if os.path.isdir(folder) and os.access(folder, os.R_OK | os.X_OK):
+        return None
+    what = ("is a folder you may not read" if os.path.isdir(folder)
+            else "is a file, not a folder" if os.path.exists(folder) else "does not exist")
+    return Problem(
+        key="hydra.searchpath",
+        message=f"the entry {entry!r} names no folder Hydra can read: {folder!r} {what}, so none of the "
+        "config files meant to be there would be read",
+        fix="name the folder that holds your config files (file:///absolute/path), or remove the entry",
+    )
 
 
 @dataclass(frozen=True)
