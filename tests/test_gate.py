@@ -251,3 +251,32 @@ def test_a_folder_of_config_files_that_is_no_folder_is_refused_through_every_cha
     assert not (tmp_path / "run").exists()
     message = run_api(overrides, config_name, config_dir)
     assert message is not None and str(folder) in message
+
+
+# ------------------------------------------------------------------ a config too deep to write
+
+
+@pytest.mark.parametrize("override", [
+    "+trainer." + ".".join(["a"] * 400) + "=1",
+    "+trainer." + ".".join(["a"] * 60) + "=" + "[" * 60 + "]" * 60,
+])
+def test_an_override_nesting_the_config_too_deep_is_refused_by_every_command(
+    override: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """A key of many sections nests the config as deep as a value of many brackets: the main job failed
+    writing it (RecursionError), the API accepted it."""
+    code, output = run_main([override], "ppo_trainer", None, tmp_path, capsys)
+    assert code == 2 and "levels deep" in output and "Fix:" in output, output
+    assert not (tmp_path / "run").exists()
+    message = run_api([override], "ppo_trainer", None)
+    assert message is not None and "levels deep" in message
+    from verl_roles.cli import main as cli
+
+    assert cli(["show", override]) == 2
+    assert "levels deep" in capsys.readouterr().err
+
+
+def test_a_key_of_a_few_sections_more_than_verl_has_is_not_refused_for_its_depth():
+    with pytest.warns(UserWarning, match="trainer.a is not a key"):
+        cfg = verl_roles.compose(["+trainer." + ".".join(["a"] * 20) + "=1"])
+    assert cfg.trainer.a is not None

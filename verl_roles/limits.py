@@ -105,6 +105,15 @@ def nesting_depth(data: object) -> int:
     return depth(data, 0)
 
 
+def override_nesting_depth(text: str) -> int:
+    """How deep an override nests the config it sets: the sections of its key (``a.b.c`` is 3) and the
+    brackets of its value. A composition holds the key's sections and the value's levels one inside the
+    other, so both count (a 400-section key made the written config too deep for the YAML writer)."""
+    key, eq, value = text.partition("=")
+    sections = key.lstrip("+~").partition("@")[0].count(".") + 1
+    return sections + text_nesting_depth(value) if eq else sections
+
+
 def text_nesting_depth(text: str) -> int:
     """How deep ``[`` / ``{`` brackets nest in an override's text, outside quotes."""
     deepest = level = 0
