@@ -280,3 +280,25 @@ def test_a_key_of_a_few_sections_more_than_verl_has_is_not_refused_for_its_depth
     with pytest.warns(UserWarning, match="trainer.a is not a key"):
         cfg = verl_roles.compose(["+trainer." + ".".join(["a"] * 20) + "=1"])
     assert cfg.trainer.a is not None
+
+
+# ------------------------------------------------------------------ sweeps a config describes
+
+
+@pytest.mark.parametrize("params", [
+    "{hydra.job.chdir: 'true'}", "{'+hydra.callbacks.probe._target_': os.makedirs, trainer.nnodes: '1,2'}"])
+def test_hydra_settings_among_a_configs_sweeper_params_are_refused_by_the_sweep_and_check_sweep(
+    params: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """The basic sweeper hands every param to every job as an override: a Hydra setting there was no job
+    the sweep planned (an internal error, exit 70)."""
+    write(tmp_path / "conf" / "mine.yaml", f"{PRIMARY}hydra:\n  sweeper:\n    params: {params}\n")
+    flags = ["--config-dir", str(tmp_path / "conf"), "--config-name", "mine"]
+    code = main(["-m", *flags, f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra/job_logging=none"])
+    output = capsys.readouterr().err
+    assert code == 2 and ("hydra.sweeper.params.hydra" in output or "hydra.sweeper.params.+hydra" in output)
+    assert "Fix:" in output and not (tmp_path / "sweep").exists()
+    from verl_roles.cli import main as cli
+
+    assert cli(["check-sweep", *flags]) == 2
+    assert "hydra.sweeper.params" in capsys.readouterr().err

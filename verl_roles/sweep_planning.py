@@ -202,6 +202,17 @@ def _grid(command: CommandLine, master: DictConfig) -> tuple[CommandLine, dict[s
     if not params:
         return command, {}
     texts = [f"{key}={value}" for key, value in OmegaConf.to_container(params).items()]
+    settings = [text for text in texts if text.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    if settings:
+        # The sweeper hands each param to every job as its own override; Hydra's settings are the sweep's
+        # (one folder, one launcher, one logging set-up), composed once before any job.
+        raise ConfigError([Problem(
+            key=f"hydra.sweeper.params.{text.partition('=')[0]}",
+            message="sets one of Hydra's own settings as a value the sweeper hands each job; Hydra's "
+            "settings belong to the sweep as a whole",
+            fix="set it under `hydra:` of your config or as an override on the command line, and keep "
+            "hydra.sweeper.params for the keys of the trainer config to sweep",
+        ) for text in settings])
     read = read_command_line(CommandLine.of(texts, command.config_name, command.config_dir)).command
     translated = {o.text.partition("=")[0]: o.text.partition("=")[2] for o in read.overrides}
     grid = CommandLine.of([*read.texts(), *command.texts()], command.config_name, command.config_dir)
