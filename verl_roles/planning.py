@@ -35,6 +35,7 @@ from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ENGINE_KEY
 from verl_roles.legacy import read_command_line
+from verl_roles.library_messages import sweep_in_a_run
 from verl_roles.limits import read_config_file
 from verl_roles.notices import ConfigWarning
 from verl_roles.omegaconf_adapter.yaml_dialect import dump, load_plain
@@ -179,12 +180,7 @@ def multirun_by_config(command: CommandLine) -> bool:
     if OmegaConf.select(root, "hydra.mode") == RunMode.MULTIRUN:
         return True
     swept = next(o for o in command.overrides if o.is_sweep)
-    raise ConfigError([Problem(
-        key=f"`{swept.text}`",
-        message="sweeps over several values, but this is a single run (no -m)",
-        fix=f"add -m to run one job per value (python -m verl_roles.main -m {swept.text} ...), or give the "
-        "key one value",
-    )])
+    raise ConfigError([sweep_in_a_run(swept.text)])
 
 
 def compose_run(command: CommandLine) -> DictConfig:

@@ -21,6 +21,8 @@ private API. Each private symbol used here, and the test that fails when a relea
     equals OmegaConf's), tests/test_explain.py (raw values), tests/test_errors.py (did-you-mean key
     paths, mandatory values), tests/test_schema.py (the type check reads values through ``raw_items``),
     tests/test_bad_inputs.py (NaN at any key: ``scalar_leaves``).
+  - ``Container._get_full_key``: the key a resolution failed at, when OmegaConf's error names none (a
+    resolver's list for a single value) -- tests/test_errors.py (``a-list-for-a-single-value``).
 
 ``tests/test_layers.py`` fails when any module outside the two adapter packages uses a private symbol,
 and when a symbol used here is not listed above.
