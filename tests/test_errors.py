@@ -457,3 +457,22 @@ def test_a_library_error_without_typed_detail_is_one_paragraph_with_a_key_and_a_
     with pytest.raises(verl_roles.ConfigError) as raised:
         verl_roles.compose(overrides, config_name=config_name, config_dir=flags[1] if flags else None)
     assert all(phrase in str(raised.value) for phrase in [*phrases, "Fix:"]), str(raised.value)
+
+
+@pytest.mark.parametrize(("kwargs", "phrase"), [
+    ({"overrides": None}, "overrides"), ({"overrides": "trainer.nnodes=2"}, "overrides"),
+    ({"overrides": [b"trainer.nnodes=2"]}, "overrides"), ({"overrides": {"trainer.nnodes": 2}}, "overrides"),
+    ({"config_name": None}, "config_name"), ({"config_name": 5}, "config_name"),
+    ({"config_dir": b"/tmp"}, "config_dir"), ({"config_dir": 3}, "config_dir"),
+], ids=["none", "one-string", "bytes", "a-dict", "no-name", "int-name", "bytes-dir", "int-dir"])
+def test_python_api_arguments_of_the_wrong_type_raise_only_config_error(kwargs: dict, phrase: str):
+    with pytest.raises(verl_roles.ConfigError, match=phrase):
+        verl_roles.compose(**kwargs)
+
+
+def test_python_api_takes_a_path_object_as_config_dir(tmp_path: Path):
+    """A pathlib.Path is how Python code names a folder: refusing it refused a valid input."""
+    option = tmp_path / "role" / "critic" / "mine.yaml"
+    option.parent.mkdir(parents=True)
+    option.write_text("# @package critic\noptim:\n  lr: 3.0e-05\n", encoding="utf-8")
+    assert verl_roles.compose(["role/critic=mine"], config_dir=tmp_path).critic.optim.lr == 3.0e-05
