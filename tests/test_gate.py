@@ -302,3 +302,24 @@ def test_hydra_settings_among_a_configs_sweeper_params_are_refused_by_the_sweep_
 
     assert cli(["check-sweep", *flags]) == 2
     assert "hydra.sweeper.params" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ where Hydra writes a run's files
+
+
+@pytest.mark.parametrize("channel", ["command-line", "primary-config"])
+@pytest.mark.parametrize("mode", ["run", "sweep"])
+def test_a_job_name_that_is_no_plain_file_name_is_refused(
+    channel: str, mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Hydra names the job's log file after hydra.job.name: `../../x` wrote x.log outside the run's folder."""
+    content = Content("hydra.job.name", "../../escaped", "../../escaped")
+    overrides, config_name, config_dir = channel_arguments(channel, content, tmp_path)
+    flags = ["--config-name", config_name] + (["--config-dir", config_dir] if config_dir else [])
+    folder = tmp_path / "a" / "b" / "run"
+    where = (["-m", "trainer.nnodes=1,2", f"hydra.sweep.dir={folder}"] if mode == "sweep"
+             else [f"hydra.run.dir={folder}"])
+    code = main([*flags, *overrides, *where])
+    output = capsys.readouterr().err
+    assert code == 2 and "hydra.job.name" in output and "Fix:" in output, output
+    assert not (tmp_path / "a").exists() and not (tmp_path / "escaped.log").exists()

@@ -193,7 +193,7 @@ def plan_run(command: CommandLine, root: DictConfig) -> RunPlan:
     what it writes; nothing is written. Raises the :class:`ConfigError` the run would stop with."""
     target = Path(os.path.abspath(str(checked(lambda: OmegaConf.select(root, "hydra.run.dir"), command))))
     output_subdir = output_subdir_of(root)
-    problems = output_subdir_problems(output_subdir)
+    problems = output_subdir_problems(output_subdir) + job_name_problems(root)
     if problems:
         raise ConfigError(problems)
     hydra = hydra_only(root)
@@ -225,6 +225,23 @@ def output_subdir_problems(output_subdir: str | None) -> list[Problem]:
         "of it that holds the run's own files (roles/, resolved.yaml)",
         fix="leave it at .hydra (the default), name another folder inside the run's folder, or set it to "
         "null for no record",
+    )]
+
+
+def job_name_problems(root: DictConfig) -> list[Problem]:
+    """``hydra.job.name`` names the job's log file (``<run folder>/<name>.log``): a name with a folder part
+    puts the log elsewhere (``../x`` outside the run's folder, where nothing removes it)."""
+    name = OmegaConf.select(root, "hydra.job.name", default=None)
+    if name is None:
+        return []
+    text = str(name)
+    if text and text not in (".", "..") and not any(mark in text for mark in ("/", "\\", "\0")):
+        return []
+    return [Problem(
+        key="hydra.job.name",
+        message=f"is {text!r}: Hydra names the job's log file after it, inside the run's folder, and this "
+        "name is no plain file name, so the log would go elsewhere",
+        fix="give the job a plain name (letters, digits, `-`, `_`, `.`), e.g. hydra.job.name=ppo",
     )]
 
 

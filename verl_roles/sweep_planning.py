@@ -34,6 +34,7 @@ from verl_roles.planning import (
     Rendered,
     checked,
     compose_command,
+    job_name_problems,
     output_subdir_of,
     output_subdir_problems,
     render,
@@ -222,7 +223,7 @@ def _grid(command: CommandLine, master: DictConfig) -> tuple[CommandLine, dict[s
 def _sweep_setting_problems(master: DictConfig, output_subdir: str | None, points: int) -> list[Problem]:
     """What stops a sweep before any job whatever its jobs are: a sweeper whose jobs cannot be planned,
     a batch size the sweeper refuses, Hydra's record in a folder of its own outside the job, no job."""
-    problems = output_subdir_problems(output_subdir)
+    problems = output_subdir_problems(output_subdir) + job_name_problems(master)
     sweeper = OmegaConf.select(master, "hydra.sweeper._target_", default=None)
     if sweeper != BASIC_SWEEPER:
         problems.append(Problem(
