@@ -24,6 +24,11 @@ MAX_NESTING = 100
 # followed: a few kilobytes of aliases can otherwise stand for billions of values.
 MAX_VALUES = 200_000
 
+# How many jobs a sweep may have. Every job is planned and checked before any starts (a composition
+# each, a fraction of a second), and each is a whole PPO training: a bigger grid is a typo (a range
+# step of 1e-9), which would keep the planning busy for hours.
+MAX_SWEEP_JOBS = 1000
+
 
 def read_config_file(path: str | os.PathLike[str], key: str) -> str:
     """The UTF-8 text of a user's config file, or a :class:`ConfigError` under ``key`` (how the user
