@@ -323,3 +323,29 @@ def test_a_job_name_that_is_no_plain_file_name_is_refused(
     output = capsys.readouterr().err
     assert code == 2 and "hydra.job.name" in output and "Fix:" in output, output
     assert not (tmp_path / "a").exists() and not (tmp_path / "escaped.log").exists()
+
+
+# ------------------------------------------------------------------ a key verl reads, removed
+
+
+@pytest.mark.parametrize("removal", ["~trainer.default_local_dir", "~algorithm.kl_ctrl", "~reward",
+                                     "~distillation"])
+def test_removing_a_key_verl_reads_from_a_plain_section_is_refused_by_every_command(
+    removal: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """verl reads its plain sections key by key (its ray trainer reads trainer.default_local_dir at every
+    checkpoint): a key removed there stops the trainer, maybe hours in. `~reward` removes the group that
+    builds the section."""
+    code, output = run_main([removal], "ppo_trainer", None, tmp_path, capsys)
+    assert code == 2 and removal.lstrip("~") in output and "Fix:" in output, output
+    assert not (tmp_path / "run").exists()
+    assert run_api([removal], "ppo_trainer", None) is not None
+    from verl_roles.cli import main as cli
+
+    assert cli(["check-sweep", removal]) == 2
+
+
+def test_removing_a_field_of_a_section_verl_builds_as_a_dataclass_is_not_refused():
+    """The dataclass gives the field its default."""
+    cfg = verl_roles.compose(["~actor_rollout_ref.rollout.val_kwargs"])
+    assert "val_kwargs" not in cfg.actor_rollout_ref.rollout

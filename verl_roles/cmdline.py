@@ -33,7 +33,7 @@ from hydra.core.override_parser.types import OverrideType
 from hydra.errors import HydraException
 
 from verl_roles import releases
-from verl_roles.config_tree import ConfigTree, config_dir_path
+from verl_roles.config_tree import ConfigTree, config_dir_path, is_internal_group
 from verl_roles.errors import ConfigError, Problem, did_you_mean
 from verl_roles.flags import (
     CONFIG_DIR,
@@ -367,8 +367,10 @@ class CommandLine:
         return [o.key for o in self.key_overrides() if not o.is_delete]
 
     def deleted_keys(self) -> list[str]:
-        """The keys the command line deletes (``~key``), in order."""
-        return [o.key for o in self.key_overrides() if o.is_delete]
+        """The keys the command line deletes (``~key``), in order; ``~reward``, which deletes the option of
+        a group the config mounts as a section of the same name, deletes that section."""
+        return [o.key for o in self.task_overrides
+                if o.is_delete and (not o.is_group or is_internal_group(o.key))]
 
     def touched_keys(self) -> list[str]:
         """The keys the command line sets or deletes, in order."""

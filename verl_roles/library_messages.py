@@ -30,6 +30,7 @@ _GROUP_TWICE = re.compile(
 _HYDRA_SWEEP = re.compile(r"Sweeping over Hydra's configuration is not supported : '([^']+)'")
 _SEARCHPATH_OUTSIDE = re.compile(
     r"In '([^']+)': Overriding hydra\.searchpath is only supported from the primary")
+_NOTHING_TO_REMOVE = re.compile(r"Could not delete '([^']+)'\. No match in the defaults list")
 _MERGE_SHAPES = re.compile(
     r"In '([^']+)': ConfigTypeError raised while composing config:?\s*(.*?)(?: full_key:|$)")
 
@@ -88,6 +89,16 @@ def _searchpath_outside(match: re.Match[str], command: CommandLine) -> Problem:
                    fix="move hydra.searchpath into your primary config, or pass the folder with --config-dir")
 
 
+def _nothing_to_remove(match: re.Match[str], command: CommandLine) -> Problem:
+    group = match.group(1)
+    message = (f"`~{group}` removes an option of the group `{group}`, and no config file of this run chose "
+               "one (the folders the engine and role options mount are never chosen)")
+    return Problem(key=group, message=message,
+                   origin=command.origin_of(group),
+                   fix="drop the override; remove a single key with `~SECTION.KEY`, or choose an option of a "
+                   "group such as role/critic")
+
+
 def _merge_shapes(match: re.Match[str], command: CommandLine) -> Problem:
     return Problem(key=f"{match.group(1)}.yaml", message="sets a section of the config to a list or a single "
                    f"value, or a key holding a value to a section ({match.group(2).rstrip('.')})",
@@ -101,6 +112,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], CommandLine], Pro
     (_HYDRA_SWEEP, _hydra_sweep),
     (_SEARCHPATH_OUTSIDE, _searchpath_outside),
     (_MERGE_SHAPES, _merge_shapes),
+    (_NOTHING_TO_REMOVE, _nothing_to_remove),
 )
 
 
@@ -118,7 +130,9 @@ def innermost_problem(chain: list[BaseException], command: CommandLine) -> Probl
         fix = "write every key as a name (quote one that reads as null, a number or true/false)"
     elif any(isinstance(link, ConfigTypeError) for link in chain):
         fix = "set keys inside a section, never the section itself to a list or a value"
-    else:
+    elif key != "config":
         fix = f"check the value of {key} (`verl-roles explain {key}` names the file or override that set it)"
+    else:
+        fix = "check the override or config file the message names against `python -m verl_roles.main --help`"
     origin = command.origin_of(key) if key != "config" else ""
     return Problem(key=key, message=message, origin=origin, fix=fix)

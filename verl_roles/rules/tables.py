@@ -10,15 +10,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from functools import cache
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from verl_roles import releases
 from verl_roles.errors import Problem, did_you_mean
 from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT, TRAINED_SECTIONS
 from verl_roles.releases import release_of
 from verl_roles.rules.values import UNSET, critic_in_use, engine_of, get, kl_in_reward, kl_loss, number
-from verl_roles.schema import verl_names
+from verl_roles.schema import converted_sections, verl_names
 from verl_roles.suggest import LOOSE, near_names
 
 # Name lists frozen from the chosen verl release (verl_roles.releases), read when a rule runs:
@@ -330,11 +332,14 @@ def _blank(value: object) -> bool:
 
 
 def removed_checked_keys(cfg: DictConfig, deleted: Iterable[str]) -> list[Problem]:
-    """The ``~KEY`` overrides (``deleted``) that removed from ``cfg`` a key the value tables check (the
-    range and enum tables, the required paths), or a section holding one: verl reads each of them
-    directly and stops when one is gone (``~trainer.nnodes``). Other keys may be removed (verl reads
-    many with a default)."""
-    checked = _checked_keys(engine_of(cfg).name)
+    """The ``~KEY`` overrides (``deleted``) that removed from ``cfg`` a key verl reads: one the value
+    tables check (the range and enum tables, the required paths), or a section holding one
+    (``~trainer.nnodes``); and any key of verl's own config in a section verl reads as a plain mapping
+    (``~trainer.default_local_dir``, ``~reward``), whose code may read it directly and stop when it is
+    gone, even hours into training. A key of a section verl builds a dataclass from may be removed: the
+    dataclass gives its default."""
+    engine, release = engine_of(cfg).name, release_of(cfg)
+    checked = _checked_keys(engine)
     problems = []
     for key in deleted:
         needed = [k for k in checked if k == key or k.startswith(f"{key}.")]
@@ -342,12 +347,25 @@ def removed_checked_keys(cfg: DictConfig, deleted: Iterable[str]) -> list[Proble
             shown = "it" if needed == [key] else needed[0]
             if len(needed) > 1:
                 shown += f" and {len(needed) - 1} more checked keys"
-            problems.append(Problem(
-                key=key,
-                message=f"is removed, but verl reads {shown} (the trainer would stop on it)",
-                fix=f"keep the key: drop the `~{key}` override, or give it a value with `{key}=VALUE`",
-            ))
+            message = f"is removed, but verl reads {shown} (the trainer would stop on it)"
+        elif key in releases.surface(release) and not _in_built_section(key, engine, release):
+            section = key.rpartition(".")[0]
+            where = f"`{section}`" if section else "the top level of its config"
+            message = (f"is removed, but verl's own config always has it, and verl {release} reads {where} "
+                       "as a plain mapping: its code may read the key directly and stop when it is gone")
+        else:
+            continue
+        problems.append(Problem(
+            key=key, message=message,
+            fix=f"keep the key: drop the `~{key}` override, or give it a value with `{key}=VALUE`",
+        ))
     return problems
+
+
+def _in_built_section(key: str, engine: str, release: str) -> bool:
+    """``key`` sits in a section verl builds a dataclass from (which gives a removed field its default)."""
+    section = key.rpartition(".")[0]
+    return any(fnmatchcase(section, pattern) for pattern in converted_sections(engine, release))
 
 
 @cache
