@@ -349,3 +349,34 @@ def test_removing_a_field_of_a_section_verl_builds_as_a_dataclass_is_not_refused
     """The dataclass gives the field its default."""
     cfg = verl_roles.compose(["~actor_rollout_ref.rollout.val_kwargs"])
     assert "val_kwargs" not in cfg.actor_rollout_ref.rollout
+
+
+# ------------------------------------------------------------------ a group choice, through a defaults list
+
+
+@pytest.mark.parametrize("channel", ["command-line", "primary-config", "option-file"])
+@pytest.mark.parametrize(("option", "phrase"), [("${oc.env:GATE_ENGINE}", "interpolation"),
+                                                ("../../x", "path")])
+def test_a_group_choice_gets_the_command_lines_verdict_through_a_defaults_list(
+    channel: str, option: str, phrase: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    """`model_engine=${oc.env:E}` was refused on the command line and chose the engine from a primary
+    config's `override model_engine: ${oc.env:E}`."""
+    monkeypatch.setenv("GATE_ENGINE", "megatron")
+    group = "model_engine" if phrase == "interpolation" else "role/critic"
+    if channel == "command-line":
+        overrides, config_name, config_dir = [f"{group}={option}"], "ppo_trainer", None
+    elif channel == "primary-config":
+        write(tmp_path / "conf" / "mine.yaml",
+              f"defaults:\n  - ppo_trainer\n  - override {group}: {option!r}\n  - _self_\n")
+        overrides, config_name, config_dir = [], "mine", str(tmp_path / "conf")
+    else:
+        write(tmp_path / "conf" / "exp" / "mine.yaml",
+              f"# @package _global_\ndefaults:\n  - override /{group}: {option!r}\n")
+        overrides, config_name, config_dir = ["+exp=mine"], "ppo_trainer", str(tmp_path / "conf")
+    code, output = run_main(overrides, config_name, config_dir, tmp_path, capsys)
+    assert code == 2 and phrase in output and "Fix:" in output, output
+    assert not (tmp_path / "run").exists()
+    message = run_api(overrides, config_name, config_dir)
+    assert message is not None and phrase in message

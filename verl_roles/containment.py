@@ -213,6 +213,41 @@ def defaults_shape_problem(file: str, data: object, lines: Mapping[str, int]) ->
     )
 
 
+def defaults_entry_problems(file: str, data: object, lines: Mapping[str, int]) -> list[Problem]:
+    """The entries of a user's defaults list that choose an option as the command line may not: through
+    an interpolation (``override model_engine: ${oc.env:E}``) or by a path (``role/critic: ../../x``).
+    The same rules as for a group choice typed on the command line (:func:`group_choice_problem`)."""
+    entries = data.get("defaults") if isinstance(data, dict) else None
+    problems: list[Problem] = []
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        where = f"{file}, line {lines.get(f'defaults.{index}', 1)}"
+        if isinstance(entry, str):
+            group, chosen = entry.rpartition("/")[0], [entry]
+        elif isinstance(entry, dict) and len(entry) == 1:
+            key, value = next(iter(entry.items()))
+            group = str(key).split()[-1].partition("@")[0].lstrip("/")
+            chosen = value if isinstance(value, list) else [value]
+        else:
+            continue
+        for option in chosen:
+            if isinstance(option, str):
+                problems += _defaults_option_problems(where, group or option, option, isinstance(entry, dict))
+    return problems
+
+
+def _defaults_option_problems(where: str, group: str, option: str, chosen_by_name: bool) -> list[Problem]:
+    if "${" in option:
+        return [Problem(
+            key=where, message=f"its defaults list chooses an option of `{group}` through an interpolation "
+            f"({option!r}); an option is chosen by its name, which is never computed",
+            fix=f"write the option's name (`{group}: NAME`), or choose it on the command line")]
+    if ".." in option.replace("\\", "/").split("/") or (chosen_by_name and option.startswith("/")):
+        return [Problem(
+            key=where, message=f"its defaults list names {option!r}, a path, not an option of a group",
+            fix="name an option by its name (a file inside the group's folder of conf/ or of your folder)")]
+    return []
+
+
 def _package_problem(group: str, file: str, section: str, package: str, line: int) -> Problem:
     if not package or package == group.replace("/", "."):
         option, default_package = f"{group}={Path(file).stem}", group.replace("/", ".")
