@@ -330,19 +330,27 @@ def test_a_job_name_that_is_no_plain_file_name_is_refused(
 
 @pytest.mark.parametrize("removal", ["~trainer.default_local_dir", "~algorithm.kl_ctrl", "~reward",
                                      "~distillation"])
-def test_removing_a_key_verl_reads_from_a_plain_section_is_refused_by_every_command(
+def test_removing_a_key_verl_has_from_a_plain_section_is_named_by_every_command(
     removal: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
-    """verl reads its plain sections key by key (its ray trainer reads trainer.default_local_dir at every
-    checkpoint): a key removed there stops the trainer, maybe hours in. `~reward` removes the group that
-    builds the section."""
+    """verl reads its plain sections key by key, some keys with a default (``distillation``), others
+    directly (its ray trainer reads trainer.default_local_dir at the first checkpoint, maybe hours in): a
+    removal is named, never silent. `~reward` removes the group that builds the section."""
+    key = removal.lstrip("~")
     code, output = run_main([removal], "ppo_trainer", None, tmp_path, capsys)
-    assert code == 2 and removal.lstrip("~") in output and "Fix:" in output, output
-    assert not (tmp_path / "run").exists()
-    assert run_api([removal], "ppo_trainer", None) is not None
+    assert code == 0 and f"{key} is removed" in output, output
+    with pytest.warns(UserWarning, match=f"{key} is removed"):
+        verl_roles.compose([removal])
     from verl_roles.cli import main as cli
 
-    assert cli(["check-sweep", removal]) == 2
+    assert cli(["show", "--keys", "trainer.nnodes", removal]) == 0
+    assert f"{key} is removed" in capsys.readouterr().err
+
+
+def test_removing_a_key_the_value_tables_check_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    code, output = run_main(["~trainer.nnodes"], "ppo_trainer", None, tmp_path, capsys)
+    assert code == 2 and "trainer.nnodes" in output and "Fix:" in output, output
+    assert not (tmp_path / "run").exists()
 
 
 def test_removing_a_field_of_a_section_verl_builds_as_a_dataclass_is_not_refused():
@@ -380,3 +388,4 @@ def test_a_group_choice_gets_the_command_lines_verdict_through_a_defaults_list(
     assert not (tmp_path / "run").exists()
     message = run_api(overrides, config_name, config_dir)
     assert message is not None and phrase in message
+

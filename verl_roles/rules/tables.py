@@ -332,14 +332,11 @@ def _blank(value: object) -> bool:
 
 
 def removed_checked_keys(cfg: DictConfig, deleted: Iterable[str]) -> list[Problem]:
-    """The ``~KEY`` overrides (``deleted``) that removed from ``cfg`` a key verl reads: one the value
-    tables check (the range and enum tables, the required paths), or a section holding one
-    (``~trainer.nnodes``); and any key of verl's own config in a section verl reads as a plain mapping
-    (``~trainer.default_local_dir``, ``~reward``), whose code may read it directly and stop when it is
-    gone, even hours into training. A key of a section verl builds a dataclass from may be removed: the
-    dataclass gives its default."""
-    engine, release = engine_of(cfg).name, release_of(cfg)
-    checked = _checked_keys(engine)
+    """The ``~KEY`` overrides (``deleted``) that removed from ``cfg`` a key the value tables check (the
+    range and enum tables, the required paths), or a section holding one: verl reads each of them
+    directly and stops when one is gone (``~trainer.nnodes``). Other removals are
+    :func:`removed_verl_keys`' to name."""
+    checked = _checked_keys(engine_of(cfg).name)
     problems = []
     for key in deleted:
         needed = [k for k in checked if k == key or k.startswith(f"{key}.")]
@@ -347,19 +344,36 @@ def removed_checked_keys(cfg: DictConfig, deleted: Iterable[str]) -> list[Proble
             shown = "it" if needed == [key] else needed[0]
             if len(needed) > 1:
                 shown += f" and {len(needed) - 1} more checked keys"
-            message = f"is removed, but verl reads {shown} (the trainer would stop on it)"
-        elif key in releases.surface(release) and not _in_built_section(key, engine, release):
+            problems.append(Problem(
+                key=key,
+                message=f"is removed, but verl reads {shown} (the trainer would stop on it)",
+                fix=f"keep the key: drop the `~{key}` override, or give it a value with `{key}=VALUE`",
+            ))
+    return problems
+
+
+def removed_verl_keys(cfg: DictConfig, deleted: Iterable[str]) -> list[str]:
+    """Warnings for the ``~KEY`` overrides that removed a key of verl's own config from a section verl
+    reads as a plain mapping (``~trainer.default_local_dir``, ``~reward``): verl's code reads some such
+    keys with a default and others directly, stopping when one is gone (its ray trainer reads
+    trainer.default_local_dir at the first checkpoint, maybe hours in). A field of a section verl builds
+    a dataclass from gets the dataclass's default; a key the tables check is refused
+    (:func:`removed_checked_keys`)."""
+    engine, release = engine_of(cfg).name, release_of(cfg)
+    checked = _checked_keys(engine)
+    warnings = []
+    for key in deleted:
+        if any(k == key or k.startswith(f"{key}.") for k in checked):
+            continue
+        if key in releases.surface(release) and not _in_built_section(key, engine, release):
             section = key.rpartition(".")[0]
             where = f"`{section}`" if section else "the top level of its config"
-            message = (f"is removed, but verl's own config always has it, and verl {release} reads {where} "
-                       "as a plain mapping: its code may read the key directly and stop when it is gone")
-        else:
-            continue
-        problems.append(Problem(
-            key=key, message=message,
-            fix=f"keep the key: drop the `~{key}` override, or give it a value with `{key}=VALUE`",
-        ))
-    return problems
+            warnings.append(
+                f"{key} is removed (`~{key}`), but verl's own config always has it, and verl {release} reads "
+                f"{where} as a plain mapping: unless its code reads {key} with a default, the trainer stops "
+                f"when it reads it. Keep the key and give it a value (`{key}=VALUE`) unless you know verl "
+                "does without it.")
+    return warnings
 
 
 def _in_built_section(key: str, engine: str, release: str) -> bool:
