@@ -389,3 +389,32 @@ def test_a_group_choice_gets_the_command_lines_verdict_through_a_defaults_list(
     message = run_api(overrides, config_name, config_dir)
     assert message is not None and phrase in message
 
+
+# ------------------------------------------------------------------ a user's value a shipped file replaces
+
+
+@pytest.mark.parametrize("channel", ["primary-config", "option-file"])
+def test_a_users_value_that_a_shipped_file_replaces_is_refused(
+    channel: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """`_self_` (or an option of the user's) before ppo_trainer: Hydra merges verl_roles' files after the
+    user's, and trainer.nnodes: 4 silently stayed 1."""
+    if channel == "primary-config":
+        write(tmp_path / "mine" / "mine.yaml",
+              "defaults:\n  - _self_\n  - ppo_trainer\ntrainer:\n  nnodes: 4\n")
+    else:
+        write(tmp_path / "mine" / "mine.yaml", "defaults:\n  - exp: four\n  - ppo_trainer\n  - _self_\n")
+        write(tmp_path / "mine" / "exp" / "four.yaml", "# @package _global_\ntrainer:\n  nnodes: 4\n")
+    code, output = run_main([], "mine", str(tmp_path / "mine"), tmp_path, capsys)
+    assert code == 2 and "trainer.nnodes" in output and "_self_" in output, output
+    assert not (tmp_path / "run").exists()
+    message = run_api([], "mine", str(tmp_path / "mine"))
+    assert message is not None and "trainer.nnodes" in message
+
+
+def test_a_users_value_the_shipped_files_agree_with_or_do_not_set_is_not_refused(tmp_path: Path):
+    write(tmp_path / "mine" / "mine.yaml", "defaults:\n  - _self_\n  - ppo_trainer\ntrainer:\n  nnodes: 1\n"
+          "my_notes:\n  owner: me\n")
+    with pytest.warns(UserWarning, match="my_notes"):
+        cfg = verl_roles.compose([], config_name="mine", config_dir=str(tmp_path / "mine"))
+    assert cfg.my_notes.owner == "me"

@@ -176,40 +176,6 @@ def _check_user_file(config_path: str, file: str, text: str, header: dict, data:
             raise ConfigError(problems)
 
 
-def shadowed_files(loaded: Any, sources: Any) -> list[Problem]:
-    """A user's file that a composition never reads because a file of the same name comes first on the
-    search path (``role/critic/default.yaml`` or ``ppo_trainer.yaml`` in a ``--config-dir`` next to
-    verl_roles' own, or in two of the user's folders). ``loaded``: (default, loaded result) pairs of the
-    defaults list; ``sources``: the search path's config sources, in order."""
-    users = [source for source in sources if isinstance(source, _FileSource) and not source.shipped]
-    if not users:
-        return []
-    problems = []
-    for default, result in loaded:
-        path = str(default.config_path)
-        if result is None:
-            continue
-        used = str(result.path)
-        for source in users:
-            if f"{source.scheme()}://{source.path}" == used or not source.is_config(path):
-                continue
-            name = path if path.endswith((".yaml", ".yml")) else f"{path}.yaml"
-            shown = "verl_roles' own tree" if is_shipped(result) else used.partition("://")[2]
-            problems.append(containment.shadowed_problem(os.path.join(source.path, name), path, shown))
-    if len(problems) > _SHOWN_SHADOWED:
-        more = len(problems) - _SHOWN_SHADOWED
-        problems = [*problems[:_SHOWN_SHADOWED], Problem(
-            key=", ".join(sorted({source.path for source in users})),
-            message=f"holds {more} more files named like files this run reads from elsewhere (a copy of a "
-            "config tree?), none of which would be read",
-            fix="keep only your own files, each under a name of its own, in the folder you pass")]
-    return problems
-
-
-# How many shadowed files are named one by one (a copy of the whole tree would name every file).
-_SHOWN_SHADOWED = 4
-
-
 # Hydra's source for each scheme -> ours. Keyed by scheme: Hydra's plugin discovery may load its
 # source modules a second time, so its classes are not always the ones imported here.
 FAST_SOURCES: dict[str, type[ConfigSource]] = {
