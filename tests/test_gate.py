@@ -418,3 +418,14 @@ def test_a_users_value_the_shipped_files_agree_with_or_do_not_set_is_not_refused
     with pytest.warns(UserWarning, match="my_notes"):
         cfg = verl_roles.compose([], config_name="mine", config_dir=str(tmp_path / "mine"))
     assert cfg.my_notes.owner == "me"
+
+
+def test_a_plain_logging_setting_through_an_interpolation_is_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """A level names no code: read from the environment it is accepted (the level check read the text of
+    the interpolation as a level name)."""
+    monkeypatch.setenv("GATE_LEVEL", "WARNING")
+    code, output = run_main(["hydra.job_logging.root.level=${oc.env:GATE_LEVEL}"], "ppo_trainer", None,
+                            tmp_path, capsys)
+    assert code == 0, output

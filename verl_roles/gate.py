@@ -234,6 +234,8 @@ def _logging_references(key: str, conf: dict) -> list[Problem]:
         if not isinstance(entry, dict):
             continue
         level = entry.get("level")
+        if isinstance(level, str) and INTERPOLATION in level:
+            continue  # judged by what it resolves to, with the other interpolations (hydra_problems)
         if level is not None and not (isinstance(level, int) or str(level).upper() in levels):
             problems.append(_logging_problem(f"{key}.{where}.level", f"is {level!r}, not a logging level",
                                              expected=", ".join(sorted(levels))))
