@@ -136,3 +136,19 @@ def test_a_key_of_one_swept_engine_gets_one_sweep_per_engine_as_the_fix(tmp_path
     )
     assert "switch it to model_engine=megatron" not in result.stdout + result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("grid", [["critic.optim.lr=range(0,1,1e-9)"],
+                                  ["trainer.total_epochs=range(1,2000)", "critic.optim.lr=1e-5,2e-5"]],
+                         ids=["a-billion-values", "a-product-over-the-limit"])
+def test_a_grid_too_big_to_plan_is_refused_at_once_by_the_sweep_and_check_sweep(
+    grid: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Each job is planned before any starts: a range step of 1e-9 kept check-sweep busy for hours."""
+    from verl_roles.limits import MAX_SWEEP_JOBS
+
+    assert cli(["check-sweep", *grid]) == 2
+    assert f"at most {MAX_SWEEP_JOBS:,}" in capsys.readouterr().err
+    code = main(["-m", *grid, f"hydra.sweep.dir={tmp_path / 's'}"])
+    assert code == 2 and f"at most {MAX_SWEEP_JOBS:,}" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()

@@ -418,3 +418,70 @@ def test_verl_roles_command_mistake_is_one_paragraph_on_stderr(args, phrase, cap
     assert code == 2 and not captured.out
     assert captured.err.startswith("verl_roles error: ") and captured.err.count("\n") == 1, captured.err
     assert phrase in captured.err
+
+
+# Library errors with no typed detail (Hydra's bare texts, OmegaConf errors whose outer message is empty
+# or names no key): (case id, overrides, {file: text} under --config-dir, phrases the message carries).
+UNTYPED_LIBRARY_ERRORS: list[tuple[str, list[str], dict[str, str], list[str]]] = [
+    ("sweep-glob-in-a-run", ["model_engine=glob(*)"], {}, ["single run (no -m)", "-m model_engine=glob(*)"]),
+    ("sweep-list-in-a-run", ["model_engine=dp,megatron"], {}, ["single run (no -m)"]),
+    ("sweep-range-in-a-run", ["trainer.nnodes=range(1,3)"], {}, ["single run (no -m)"]),
+    ("forced-group", ["++model_engine=megatron"], {}, ["model_engine", "`model_engine=megatron`"]),
+    ("added-group-that-is-chosen", ["+model_engine=megatron"], {}, ["model_engine", "drop the `+`"]),
+    ("a-set-in-a-file", ["+exp=mine"],
+     {"exp/mine.yaml": "# @package _global_\ntrainer:\n  logger: !!set {a: null}\n"},
+     ["trainer.logger", "!!set"]),
+    ("a-null-key-in-a-file", ["+exp=mine"], {"exp/mine.yaml": "# @package _global_\ntrainer:\n  null: x\n"},
+     ["trainer", "write every key as a name"]),
+    ("a-section-set-to-a-list", ["--config-name", "mine"],
+     {"mine.yaml": "defaults:\n  - ppo_trainer\n  - _self_\ncritic: []\n"}, ["mine.yaml", "section"]),
+    ("a-list-for-a-single-value", ["trainer.nnodes=${oc.decode:'[1,2]'}"], {},
+     ["trainer.nnodes", "plain value"]),
+    ("hydra-resolver-in-the-trainer-config", ["trainer.default_local_dir=${hydra:runtime.output_dir}/ckpt"],
+     {}, ["trainer.default_local_dir", "${hydra:...}", "write the value itself"]),
+]
+
+
+@pytest.mark.parametrize(("args", "files", "phrases"), [c[1:] for c in UNTYPED_LIBRARY_ERRORS],
+                         ids=[c[0] for c in UNTYPED_LIBRARY_ERRORS])
+def test_a_library_error_without_typed_detail_is_one_paragraph_with_a_key_and_a_fix_everywhere(
+    args: list[str], files: dict[str, str], phrases: list[str], tmp_path: Path, capsys
+):
+    """The main job, `verl-roles show` and the API word it alike (show and the API passed Hydra's bare text
+    on, `config: ...`, some with no text at all)."""
+    from verl_roles.cli import main as cli
+
+    for name, text in files.items():
+        (tmp_path / "conf" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "conf" / name).write_text(text, encoding="utf-8")
+    flags = ["--config-dir", str(tmp_path / "conf")] if files else []
+    code, out, err = main_in_process([*flags, *args], tmp_path, capsys)
+    message = _assert_one_paragraph_error(code, out + err, tmp_path, [*phrases, "Fix:"])
+    assert not message.startswith("verl_roles error: config:"), message
+    assert cli(["show", *flags, *args]) == 2
+    shown = capsys.readouterr().err
+    assert all(phrase in shown for phrase in [*phrases, "Fix:"]), shown
+    config_name = args[args.index("--config-name") + 1] if "--config-name" in args else "ppo_trainer"
+    overrides = [a for a in args if a not in ("--config-name", config_name)]
+    with pytest.raises(verl_roles.ConfigError) as raised:
+        verl_roles.compose(overrides, config_name=config_name, config_dir=flags[1] if flags else None)
+    assert all(phrase in str(raised.value) for phrase in [*phrases, "Fix:"]), str(raised.value)
+
+
+@pytest.mark.parametrize(("kwargs", "phrase"), [
+    ({"overrides": None}, "overrides"), ({"overrides": "trainer.nnodes=2"}, "overrides"),
+    ({"overrides": [b"trainer.nnodes=2"]}, "overrides"), ({"overrides": {"trainer.nnodes": 2}}, "overrides"),
+    ({"config_name": None}, "config_name"), ({"config_name": 5}, "config_name"),
+    ({"config_dir": b"/tmp"}, "config_dir"), ({"config_dir": 3}, "config_dir"),
+], ids=["none", "one-string", "bytes", "a-dict", "no-name", "int-name", "bytes-dir", "int-dir"])
+def test_python_api_arguments_of_the_wrong_type_raise_only_config_error(kwargs: dict, phrase: str):
+    with pytest.raises(verl_roles.ConfigError, match=phrase):
+        verl_roles.compose(**kwargs)
+
+
+def test_python_api_takes_a_path_object_as_config_dir(tmp_path: Path):
+    """A pathlib.Path is how Python code names a folder: refusing it refused a valid input."""
+    option = tmp_path / "role" / "critic" / "mine.yaml"
+    option.parent.mkdir(parents=True)
+    option.write_text("# @package critic\noptim:\n  lr: 3.0e-05\n", encoding="utf-8")
+    assert verl_roles.compose(["role/critic=mine"], config_dir=tmp_path).critic.optim.lr == 3.0e-05

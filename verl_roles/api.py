@@ -10,6 +10,7 @@ hands Hydra.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from omegaconf import DictConfig
@@ -77,7 +78,9 @@ def step_inputs(command: CommandLine, choices: dict[str, str | None]) -> StepInp
 
 
 def compose(
-    overrides: Sequence[str] = (), config_name: str = PRIMARY_CONFIG, config_dir: str | None = None
+    overrides: Sequence[str] = (),
+    config_name: str = PRIMARY_CONFIG,
+    config_dir: str | os.PathLike[str] | None = None,
 ) -> DictConfig:
     """Compose ``config_name`` with Hydra ``overrides`` and return the resolved, validated config.
 
@@ -121,10 +124,12 @@ def _arguments(
     if not isinstance(config_name, str) or not config_name:
         problems.append(Problem(key="config_name", message=f"must be a config name, got {config_name!r}",
                                 fix=f'pass e.g. config_name="{PRIMARY_CONFIG}"'))
+    if isinstance(config_dir, os.PathLike) and isinstance(os.fspath(config_dir), str):
+        config_dir = os.fspath(config_dir)  # a pathlib.Path is a folder path as much as its text is
     if config_dir is not None and not isinstance(config_dir, str):
         problems.append(Problem(
             key="config_dir", message=f"must be a folder path or None, got {config_dir!r}",
-            fix='pass e.g. config_dir="myconf" (str), or leave it out'))
+            fix='pass e.g. config_dir="myconf" (a str or a pathlib.Path), or leave it out'))
     gone = current_folder_problem()
     if gone is not None:
         problems.append(gone)

@@ -33,7 +33,7 @@ from hydra.core.override_parser.types import OverrideType
 from hydra.errors import HydraException
 
 from verl_roles import releases
-from verl_roles.config_tree import ConfigTree, config_dir_path
+from verl_roles.config_tree import ConfigTree, config_dir_path, is_internal_group
 from verl_roles.errors import ConfigError, Problem, did_you_mean
 from verl_roles.flags import (
     CONFIG_DIR,
@@ -46,7 +46,7 @@ from verl_roles.flags import (
     split_arguments,
 )
 from verl_roles.layout import ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG
-from verl_roles.limits import MAX_NESTING, text_nesting_depth
+from verl_roles.limits import MAX_NESTING, override_nesting_depth
 from verl_roles.suggest import near_names
 
 # --- overrides ------------------------------------------------------------------------------------
@@ -199,12 +199,14 @@ class CommandLine:
         cls, split: Sequence[Flag | str], default_config: str, specs: tuple[FlagSpec, ...] = ()
     ) -> CommandLine:
         texts = [item for item in split if isinstance(item, str)]
-        too_deep = [text for text in texts if text_nesting_depth(text) > MAX_NESTING]
+        too_deep = [text for text in texts if override_nesting_depth(text) > MAX_NESTING]
         if too_deep:
             raise ConfigError([Problem(
                 key=f"`{text[:60]}{'...' if len(text) > 60 else ''}`",
-                message=f"nests its lists or mappings more than {MAX_NESTING} levels deep",
-                fix="write the value nested a few levels, as a config holds it, or put it in a file",
+                message=f"nests the config more than {MAX_NESTING} levels deep (the sections of its key and "
+                "the lists or mappings of its value)",
+                fix="write the key with a few sections and the value nested a few levels, as a config holds "
+                "them, or put them in a file",
             ) for text in too_deep])
         extra: list[str | None] = [
             f.value for f in split if isinstance(f, Flag) and f.spec in (CONFIG_DIR, CONFIG_PATH)
@@ -365,8 +367,10 @@ class CommandLine:
         return [o.key for o in self.key_overrides() if not o.is_delete]
 
     def deleted_keys(self) -> list[str]:
-        """The keys the command line deletes (``~key``), in order."""
-        return [o.key for o in self.key_overrides() if o.is_delete]
+        """The keys the command line deletes (``~key``), in order; ``~reward``, which deletes the option of
+        a group the config mounts as a section of the same name, deletes that section."""
+        return [o.key for o in self.task_overrides
+                if o.is_delete and (not o.is_group or is_internal_group(o.key))]
 
     def touched_keys(self) -> list[str]:
         """The keys the command line sets or deletes, in order."""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from verl_roles.errors import Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS
+from verl_roles.releases import VERSION_KEY
 
 # Each role group and the section its options set.
 ROLE_OPTION_SECTIONS: dict[str, str] = {group: ROLE_SECTIONS[role] for role, group in ROLE_GROUPS.items()}
@@ -119,6 +120,47 @@ def config_name_problem(name: str) -> Problem | None:
     return None
 
 
+# --- files of a user's folder ----------------------------------------------------------------------
+
+# Groups whose options are verl_roles' own: the training engine (each mounts blocks the layout table
+# and the release data name) and the verl release (generated data). An option of a user's folder there
+# would be read as an engine or a release that does not exist.
+CLOSED_GROUPS: tuple[str, ...] = (ENGINE_KEY, VERSION_KEY)
+
+
+def closed_group_problem(config_path: str, file: str) -> Problem | None:
+    """A user's file that is an option of a closed group (``model_engine/mine.yaml``)."""
+    group = next((g for g in CLOSED_GROUPS if config_path.startswith(f"{g}/")), None)
+    if group is None:
+        return None
+    return Problem(
+        key=file,
+        message=f"is an option of `{group}` in your folder; the options of `{group}` are verl_roles' own "
+        "(`python -m verl_roles.main --help` lists them): one of yours with their name is never read, and "
+        f"another is read as {'an engine' if group == ENGINE_KEY else 'a verl release'} verl_roles does not "
+        "have",
+        fix=f"choose one of verl_roles' `{group}` options and put your settings into your primary config "
+        "(--config-name) or a role option (role/actor=NAME, role/critic=NAME)",
+    )
+
+
+def shadowed_problem(user_file: str, config_path: str, used_from: str) -> Problem:
+    """A user's file with the path of a file the composition reads from elsewhere (``used_from``, the
+    search-path entry that comes first): Hydra reads the first one, so the user's is never read."""
+    closed = closed_group_problem(config_path, user_file)
+    if closed is not None:
+        return closed
+    group, _, name = config_path.rpartition("/")
+    rename = (f"`{group}=mine` for {group}/mine.yaml" if group else "`--config-name mine` for mine.yaml")
+    return Problem(
+        key=user_file,
+        message=f"has the name `{config_path}` of a config file that {used_from} also has, and that one "
+        "comes first on the search path: this run reads it, never yours, so your settings would silently not "
+        "apply",
+        fix=f"give your file a name of its own and choose it by that name (e.g. {rename})",
+    )
+
+
 # --- role option files ---------------------------------------------------------------------------
 
 
@@ -169,6 +211,41 @@ def defaults_shape_problem(file: str, data: object, lines: Mapping[str, int]) ->
         "the list of configs this file builds on",
         fix="make it a list (`defaults:` then `  - _self_` lines), or remove the key",
     )
+
+
+def defaults_entry_problems(file: str, data: object, lines: Mapping[str, int]) -> list[Problem]:
+    """The entries of a user's defaults list that choose an option as the command line may not: through
+    an interpolation (``override model_engine: ${oc.env:E}``) or by a path (``role/critic: ../../x``).
+    The same rules as for a group choice typed on the command line (:func:`group_choice_problem`)."""
+    entries = data.get("defaults") if isinstance(data, dict) else None
+    problems: list[Problem] = []
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        where = f"{file}, line {lines.get(f'defaults.{index}', 1)}"
+        if isinstance(entry, str):
+            group, chosen = entry.rpartition("/")[0], [entry]
+        elif isinstance(entry, dict) and len(entry) == 1:
+            key, value = next(iter(entry.items()))
+            group = str(key).split()[-1].partition("@")[0].lstrip("/")
+            chosen = value if isinstance(value, list) else [value]
+        else:
+            continue
+        for option in chosen:
+            if isinstance(option, str):
+                problems += _defaults_option_problems(where, group or option, option, isinstance(entry, dict))
+    return problems
+
+
+def _defaults_option_problems(where: str, group: str, option: str, chosen_by_name: bool) -> list[Problem]:
+    if "${" in option:
+        return [Problem(
+            key=where, message=f"its defaults list chooses an option of `{group}` through an interpolation "
+            f"({option!r}); an option is chosen by its name, which is never computed",
+            fix=f"write the option's name (`{group}: NAME`), or choose it on the command line")]
+    if ".." in option.replace("\\", "/").split("/") or (chosen_by_name and option.startswith("/")):
+        return [Problem(
+            key=where, message=f"its defaults list names {option!r}, a path, not an option of a group",
+            fix="name an option by its name (a file inside the group's folder of conf/ or of your folder)")]
+    return []
 
 
 def _package_problem(group: str, file: str, section: str, package: str, line: int) -> Problem:

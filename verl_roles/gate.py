@@ -12,8 +12,10 @@ final config, after every step):
   *code slot* is accepted only when a config that verl_roles, Hydra or an installed Hydra plugin ships
   puts that very value at that very key (:func:`hydra_problems`: choosing a shipped option by name,
   ``hydra/job_logging=disabled``, is how such values change), and each ``_target_`` of the trainer
-  config is the one verl's own config has at that path (:func:`task_problems`). Hydra's
-  instantiation keys (``_partial_``, ``_args_``, ...) are never accepted in the trainer config.
+  config is the one verl's own config has at that path (:func:`task_problems`). An interpolation in a
+  setting Hydra hands to code is judged by the value it resolves to (``${oc.decode:${oc.env:X}}`` can
+  be a callback). Hydra's instantiation keys (``_partial_``, ``_args_``, ...) are never accepted in the
+  trainer config.
 - **No config source that runs code.** A ``pkg://`` search-path entry imports its package; only a
   package already loaded may be named (:func:`search_path_problems`). Files of ``file://`` entries are
   read by the checked file source (limits, containment) whatever entry named them.
@@ -28,6 +30,8 @@ final config, after every step):
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +54,16 @@ INSTANTIATE_KEYS = ("_partial_", "_args_", "_recursive_", "_convert_")
 EXTERNAL = "ext://"
 # Settings whose whole value is code a Hydra plugin runs: a launcher's shell lines run before each job.
 SCRIPT_KEYS = ("setup",)
+# The settings of the ``hydra`` node that Hydra hands to code: Python's logging (which imports any
+# ``ext://`` value and calls ``()`` / ``class``), its callbacks, launcher and sweeper (instantiated by
+# ``_target_``). An interpolation there is a code slot of its own (kind :data:`INTERPOLATION`): its value
+# is known only when resolved, so it is judged by what it resolves to (:func:`hydra_problems`).
+HANDED_TO_CODE = ("hydra.callbacks", "hydra.job_logging", "hydra.hydra_logging", "hydra.launcher",
+                  "hydra.sweeper")
+INTERPOLATION = "${"
+# A resolver call inside an interpolation (``${oc.env:X}``, ``${oc.decode:...}``), as opposed to a
+# reference to another key (``${hydra.job.name}``).
+_RESOLVER_CALL = re.compile(r"\$\{\s*[\w.\-]+\s*:")
 
 
 @dataclass(frozen=True)
@@ -76,9 +90,14 @@ def _text(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _handed_to_code(path: str) -> bool:
+    return any(path == section or path.startswith(f"{section}.") for section in HANDED_TO_CODE)
+
+
 def code_slots(node: object, prefix: str = "") -> Iterator[CodeSlot]:
-    """Every code slot of ``node`` (a config or plain mappings and lists), values as written (an
-    interpolation stays its text: code is never chosen through an interpolation)."""
+    """Every code slot of ``node`` (a config or plain mappings and lists), values as written. An
+    interpolation stays its text; in a setting Hydra hands to code (:data:`HANDED_TO_CODE`) it is a slot
+    of its own, whatever its key (``hydra.callbacks.x: ${oc.decode:...}`` becomes a callback)."""
     items: Iterable[tuple[object, object]]
     if isinstance(node, DictConfig | ListConfig):
         items = raw_items(node)
@@ -92,6 +111,8 @@ def code_slots(node: object, prefix: str = "") -> Iterator[CodeSlot]:
         path = f"{prefix}{key}"
         if str(key) in SCRIPT_KEYS and prefix.startswith("hydra.launcher."):
             yield CodeSlot(path, str(key), _text(value))
+        elif isinstance(value, str) and INTERPOLATION in value and _handed_to_code(path):
+            yield CodeSlot(path, INTERPOLATION, value)
         elif isinstance(value, DictConfig | ListConfig | Mapping | list | tuple):
             yield from code_slots(value, f"{path}.")
         elif str(key) in CODE_KEYS or str(key) in INSTANTIATE_KEYS:
@@ -102,22 +123,75 @@ def code_slots(node: object, prefix: str = "") -> Iterator[CodeSlot]:
 
 def hydra_problems(hydra: object, allowed: Collection[tuple[str, str]]) -> list[Problem]:
     """Code slots of the composed ``hydra`` node whose value no shipped config puts at that key
-    (``allowed``: (key, value) pairs read from the shipped configs, each at the package it mounts at)."""
+    (``allowed``: (key, value) pairs read from the shipped configs, each at the package it mounts at).
+    An interpolation no shipped config has there is judged by the value it resolves to now, which is
+    the value Hydra will hand on: it may name no code, and it must resolve (what only a running Hydra
+    knows cannot be checked, so it is refused)."""
     problems = []
     for slot in code_slots(hydra, "hydra."):
         if slot.allowed_as in allowed:
             continue
-        what = ("holds shell lines the launcher runs before each job" if slot.slot in SCRIPT_KEYS
-                else "names code Hydra would import and call")
-        problems.append(Problem(
-            key=slot.path,
-            message=f"{what} ({slot.value!r}), and no config that verl_roles, Hydra or an installed Hydra "
-            "plugin ships sets it there",
-            fix="remove it; choose Hydra's launcher, sweeper and logging by option name instead "
-            "(hydra/launcher=joblib, hydra/job_logging=disabled), and set their plain settings "
-            "(hydra.launcher.n_jobs=4)",
-        ))
+        if slot.slot == INTERPOLATION:
+            problems += _interpolation_problems(hydra, slot, allowed)
+            continue
+        problems.append(_code_problem(slot))
     return problems
+
+
+_FIX_HYDRA_CODE = ("remove it; choose Hydra's launcher, sweeper and logging by option name instead "
+                   "(hydra/launcher=joblib, hydra/job_logging=disabled), and set their plain settings "
+                   "(hydra.launcher.n_jobs=4)")
+
+
+def _code_problem(slot: CodeSlot, through: str = "") -> Problem:
+    what = ("holds shell lines the launcher runs before each job" if slot.slot in SCRIPT_KEYS
+            else "names code Hydra would import and call")
+    return Problem(
+        key=slot.path,
+        message=f"{what} ({slot.value!r}{through}), and no config that verl_roles, Hydra or an installed "
+        "Hydra plugin ships sets it there",
+        fix=_FIX_HYDRA_CODE,
+    )
+
+
+def _interpolation_problems(
+    hydra: object, slot: CodeSlot, allowed: Collection[tuple[str, str]]
+) -> list[Problem]:
+    """An interpolation in a setting Hydra hands to code, judged by its value: the code slots of what it
+    resolves to (a mapping with a ``_target_``, an ``ext://`` text, a value at a ``class`` key) must be
+    shipped ones, and it must resolve before Hydra runs."""
+    from omegaconf import OmegaConf
+
+    relative = slot.path.removeprefix("hydra.")
+    try:
+        value = OmegaConf.select(hydra, relative, throw_on_resolution_failure=True, throw_on_missing=True)
+        if isinstance(value, DictConfig | ListConfig):
+            value = OmegaConf.to_container(value, resolve=True)
+    except Exception as error:  # noqa: BLE001 - any failure to resolve: the value cannot be checked
+        if not _RESOLVER_CALL.search(slot.value.replace("${hydra:", "${")):
+            # Only references to other keys (``${hydra.runtime.output_dir}/x.log``), which Hydra fills
+            # with its own run-time values when it runs; each key referred to is checked where it sits.
+            return []
+        reason = " ".join(str(error).split()).split(" full_key:")[0] or type(error).__name__
+        return [Problem(
+            key=slot.path,
+            message=f"is an interpolation ({slot.value!r}) in a setting Hydra hands to code (logging, "
+            f"callbacks, launcher, sweeper), and it cannot be resolved before Hydra runs ({reason}), so what "
+            "it would name cannot be checked",
+            fix="write the value itself instead of an interpolation, or leave the setting at what Hydra "
+            "ships (drop the override or file entry that sets it)",
+        )]
+    through = f", through {slot.value!r}"
+    name = slot.path.rpartition(".")[2]
+    if isinstance(value, Mapping | list | tuple):
+        found = list(code_slots(value, f"{slot.path}."))
+    elif name in (*CODE_KEYS, *INSTANTIATE_KEYS, *SCRIPT_KEYS) or (
+            isinstance(value, str) and value.startswith(EXTERNAL)):
+        kind = name if name in (*CODE_KEYS, *INSTANTIATE_KEYS, *SCRIPT_KEYS) else EXTERNAL
+        found = [CodeSlot(slot.path, kind, _text(value) if kind in SCRIPT_KEYS else str(value))]
+    else:
+        found = []
+    return [_code_problem(inner, through) for inner in found if inner.allowed_as not in allowed]
 
 
 # Hydra's two logging settings, each handed to Python's logging.config.dictConfig when set.
@@ -160,6 +234,8 @@ def _logging_references(key: str, conf: dict) -> list[Problem]:
         if not isinstance(entry, dict):
             continue
         level = entry.get("level")
+        if isinstance(level, str) and INTERPOLATION in level:
+            continue  # judged by what it resolves to, with the other interpolations (hydra_problems)
         if level is not None and not (isinstance(level, int) or str(level).upper() in levels):
             problems.append(_logging_problem(f"{key}.{where}.level", f"is {level!r}, not a logging level",
                                              expected=", ".join(sorted(levels))))
@@ -186,12 +262,19 @@ def _logging_problem(key: str, message: str, expected: str = "") -> Problem:
 
 def search_path_problems(entries: Sequence[str], loaded: Collection[str] | None = None) -> list[Problem]:
     """Search-path entries that would run code to be read: a ``pkg://`` package not loaded yet (reading
-    it imports it), or a scheme Hydra would resolve through a plugin we do not know."""
+    it imports it), or a scheme Hydra would resolve through a plugin we do not know; and a ``file://``
+    entry that is no folder one can read (Hydra would skip it with a warning, and every option the user
+    put there would silently not apply, as with a ``--config-dir`` that is no folder)."""
     modules = sys.modules if loaded is None else loaded
     problems = []
     for entry in entries:
         scheme, sep, rest = entry.partition("://")
-        if not sep or scheme in ("file", "structured"):
+        if not sep or scheme == "file":
+            problem = _folder_problem(entry, rest if sep else entry)
+            if problem is not None:
+                problems.append(problem)
+            continue
+        if scheme == "structured":
             continue
         if scheme == "pkg" and rest in modules:
             continue
@@ -205,6 +288,19 @@ def search_path_problems(entries: Sequence[str], loaded: Collection[str] | None 
     return problems
 
 
+def _folder_problem(entry: str, folder: str) -> Problem | None:
+    if os.path.isdir(folder) and os.access(folder, os.R_OK | os.X_OK):
+        return None
+    what = ("is a folder you may not read" if os.path.isdir(folder)
+            else "is a file, not a folder" if os.path.exists(folder) else "does not exist")
+    return Problem(
+        key="hydra.searchpath",
+        message=f"the entry {entry!r} names no folder Hydra can read: {folder!r} {what}, so none of the "
+        "config files meant to be there would be read",
+        fix="name the folder that holds your config files (file:///absolute/path), or remove the entry",
+    )
+
+
 @dataclass(frozen=True)
 class Surface:
     """What a trainer config may hold for one engine and verl release: the typed schema tree, the
@@ -216,6 +312,10 @@ class Surface:
     converted: Collection[str]
     own_sections: Collection[str]
     release: str
+
+    def owns(self, section: str) -> bool:
+        """``section`` is one of verl_roles' own sections or inside one: nothing reads a key added there."""
+        return any(section == own or section.startswith(f"{own}.") for own in self.own_sections)
 
     def builds(self, section: str) -> bool:
         """verl builds a dataclass from ``section`` (so it refuses a key the dataclass has no field for)."""
@@ -291,8 +391,8 @@ def _walk(
             continue
         if subtree is None:
             continue  # a mapping the schema types as a whole (dict / Any): verl passes it on
-        if key_type is not None and _free(key_type):
-            continue
+        if key_type is not None and _free(key_type) and not surface.owns(path):
+            continue  # verl passes the mapping on; a section of ours (the LoRA block) is read key by key
         _walk(value, subtree, f"{path}.", surface, problems, warnings)
 
 
@@ -324,7 +424,7 @@ def _added_key(
         problems.append(unknown(
             f"verl {surface.release} builds that section {built}, which has no field `{name}`, so verl "
             "would refuse the config"))
-    elif any(section == own or section.startswith(f"{own}.") for own in surface.own_sections):
+    elif surface.owns(section):
         problems.append(unknown("it is one of verl_roles' own sections, and nothing reads the key"))
     elif close:
         problems.append(unknown("it is spelt like one that is"))

@@ -24,6 +24,11 @@ MAX_NESTING = 100
 # followed: a few kilobytes of aliases can otherwise stand for billions of values.
 MAX_VALUES = 200_000
 
+# How many jobs a sweep may have. Every job is planned and checked before any starts (a composition
+# each, a fraction of a second), and each is a whole PPO training: a bigger grid is a typo (a range
+# step of 1e-9), which would keep the planning busy for hours.
+MAX_SWEEP_JOBS = 1000
+
 
 def read_config_file(path: str | os.PathLike[str], key: str) -> str:
     """The UTF-8 text of a user's config file, or a :class:`ConfigError` under ``key`` (how the user
@@ -103,6 +108,15 @@ def nesting_depth(data: object) -> int:
         return known
 
     return depth(data, 0)
+
+
+def override_nesting_depth(text: str) -> int:
+    """How deep an override nests the config it sets: the sections of its key (``a.b.c`` is 3) and the
+    brackets of its value. A composition holds the key's sections and the value's levels one inside the
+    other, so both count (a 400-section key made the written config too deep for the YAML writer)."""
+    key, eq, value = text.partition("=")
+    sections = key.lstrip("+~").partition("@")[0].count(".") + 1
+    return sections + text_nesting_depth(value) if eq else sections
 
 
 def text_nesting_depth(text: str) -> int:

@@ -26,7 +26,7 @@ from verl_roles.omegaconf_adapter.nodes import resolve_in_place
 from verl_roles.releases import release_of
 from verl_roles.rules import NOTICES, RULES, validate
 from verl_roles.rules.sections import section_problems
-from verl_roles.rules.tables import removed_checked_keys
+from verl_roles.rules.tables import removed_checked_keys, removed_verl_keys
 from verl_roles.sequence_parallel import SequenceParallelReport, write_effective_sequence_parallel
 
 StepReport = legacy.LegacyReport | roles.RolesReport | SequenceParallelReport | FlatLoraReport
@@ -121,7 +121,10 @@ def finalize(
     # and nothing is written before finalize returns, so a problem still stops the run first.
     followed: dict[str, str] = {}
     resolved = resolve(cfg, followed)
-    removed = removed_checked_keys(resolved, inputs.command.deleted_keys())
+    deleted = inputs.command.deleted_keys()
+    removed = removed_checked_keys(resolved, deleted)
+    for message in removed_verl_keys(resolved, deleted):
+        warn(message)
     validate(
         resolved,
         RULES,

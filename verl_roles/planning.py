@@ -35,6 +35,7 @@ from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ENGINE_KEY
 from verl_roles.legacy import read_command_line
+from verl_roles.library_messages import sweep_in_a_run
 from verl_roles.limits import read_config_file
 from verl_roles.notices import ConfigWarning
 from verl_roles.omegaconf_adapter.yaml_dialect import dump, load_plain
@@ -184,12 +185,7 @@ def multirun_by_config(command: CommandLine) -> bool:
     if OmegaConf.select(root, "hydra.mode") == RunMode.MULTIRUN:
         return True
     swept = next(o for o in command.overrides if o.is_sweep)
-    raise ConfigError([Problem(
-        key=f"`{swept.text}`",
-        message="sweeps over several values, but this is a single run (no -m)",
-        fix=f"add -m to run one job per value (python -m verl_roles.main -m {swept.text} ...), or give the "
-        "key one value",
-    )])
+    raise ConfigError([sweep_in_a_run(swept.text)])
 
 
 def compose_run(command: CommandLine) -> DictConfig:
@@ -202,7 +198,7 @@ def plan_run(command: CommandLine, root: DictConfig) -> RunPlan:
     what it writes; nothing is written. Raises the :class:`ConfigError` the run would stop with."""
     target = Path(os.path.abspath(str(checked(lambda: OmegaConf.select(root, "hydra.run.dir"), command))))
     output_subdir = output_subdir_of(root)
-    problems = output_subdir_problems(output_subdir)
+    problems = output_subdir_problems(output_subdir) + job_name_problems(root)
     if problems:
         raise ConfigError(problems)
     hydra = hydra_only(root)
@@ -234,6 +230,23 @@ def output_subdir_problems(output_subdir: str | None) -> list[Problem]:
         "of it that holds the run's own files (roles/, resolved.yaml)",
         fix="leave it at .hydra (the default), name another folder inside the run's folder, or set it to "
         "null for no record",
+    )]
+
+
+def job_name_problems(root: DictConfig) -> list[Problem]:
+    """``hydra.job.name`` names the job's log file (``<run folder>/<name>.log``): a name with a folder part
+    puts the log elsewhere (``../x`` outside the run's folder, where nothing removes it)."""
+    name = OmegaConf.select(root, "hydra.job.name", default=None)
+    if name is None:
+        return []
+    text = str(name)
+    if text and text not in (".", "..") and not any(mark in text for mark in ("/", "\\", "\0")):
+        return []
+    return [Problem(
+        key="hydra.job.name",
+        message=f"is {text!r}: Hydra names the job's log file after it, inside the run's folder, and this "
+        "name is no plain file name, so the log would go elsewhere",
+        fix="give the job a plain name (letters, digits, `-`, `_`, `.`), e.g. hydra.job.name=ppo",
     )]
 
 

@@ -14,28 +14,17 @@ same command line with every sweep left out; :func:`master_overrides` gives thos
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 
-from hydra.core.override_parser.types import Glob
+from hydra.core.override_parser.types import ChoiceSweep, Glob, RangeSweep
 from hydra.errors import HydraException
 
 from verl_roles.cmdline import CommandLine, Override
 from verl_roles.errors import ConfigError, Problem, one_paragraph
-
-# The most jobs one sweep may have. Every job is composed and validated before the sweep starts (a
-# few tenths of a second each), so a grid of a million points would never start; such a grid is
-# refused at once, before any value is listed.
-MAX_SWEEP_JOBS = 1000
-
-
-def _too_many(key: str, what: str) -> ConfigError:
-    return ConfigError([Problem(
-        key=key,
-        message=f"{what}, more than the {MAX_SWEEP_JOBS} jobs one sweep may have (each is composed and "
-        "checked before the sweep starts); nothing was launched or written",
-        fix="split it into several sweeps (each with its own hydra.sweep.dir), or sweep fewer values",
-    )])
+from verl_roles.limits import MAX_SWEEP_JOBS
 
 
 @dataclass(frozen=True)
@@ -85,7 +74,7 @@ def _choices(override: Override, options: Callable[[str], list[str]]) -> list[st
             ]
         )
     try:
-        values = list(itertools.islice(parsed.sweep_string_iterator(), MAX_SWEEP_JOBS + 1))
+        return [f"{key}={value}" for value in parsed.sweep_string_iterator()]
     except (ValueError, TypeError, HydraException) as error:
         raise ConfigError([Problem(
             key=f"`{override.text}`",
@@ -93,9 +82,6 @@ def _choices(override: Override, options: Callable[[str], list[str]]) -> list[st
             fix="check its bounds and step (range(start,stop,step) needs a step other than 0), or list the "
             "values (`a,b,c`)",
         )]) from None
-    if len(values) > MAX_SWEEP_JOBS:
-        raise _too_many(f"`{override.text}`", f"lists more than {MAX_SWEEP_JOBS} values")
-    return [f"{key}={value}" for value in values]
 
 
 def swept_keys(command: CommandLine) -> list[str]:
@@ -114,21 +100,14 @@ def sweep_points(command: CommandLine) -> list[SweepPoint]:
 
     An override Hydra's grammar rejects is not expanded; composing it reports the error.
     """
-    by_key: dict[str, tuple[Override, list[str]]] = {}
+    by_key: dict[str, Override] = {}
     for override in command.overrides:
         if override.is_bare_word or override.is_hydra:
             continue
-        if override.parsed is None:
-            by_key[override.text] = (override, [override.text])
-        else:
-            by_key[_key_element(override)] = (override, _choices(override, command.tree.options))
-    columns = list(by_key.values())
-    jobs = 1
-    for _, values in columns:
-        jobs *= len(values)
-    if jobs > MAX_SWEEP_JOBS:
-        sizes = " x ".join(str(len(values)) for _, values in columns if len(values) > 1)
-        raise _too_many("sweep", f"has {sizes} = {jobs} jobs")
+        by_key[override.text if override.parsed is None else _key_element(override)] = override
+    _check_size(list(by_key.values()))
+    columns = [(override, [override.text] if override.parsed is None else
+                _choices(override, command.tree.options)) for override in by_key.values()]
     points = []
     for number, combination in enumerate(itertools.product(*(values for _, values in columns))):
         swept = tuple(
@@ -138,6 +117,36 @@ def sweep_points(command: CommandLine) -> list[SweepPoint]:
         )
         points.append(SweepPoint(number, tuple(combination), swept))
     return points
+
+
+def _check_size(overrides: list[Override]) -> None:
+    """Refuse a grid of more than :data:`MAX_SWEEP_JOBS` jobs before listing any value: a range is counted
+    from its bounds (``range(0,1,1e-9)`` stands for a billion values)."""
+    jobs = 1
+    for override in overrides:
+        jobs *= _size(override)
+    if jobs <= MAX_SWEEP_JOBS:
+        return
+    swept = [override.text for override in overrides if override.is_sweep]
+    raise ConfigError([Problem(
+        key=" ".join(f"`{text}`" for text in swept[:4]) or "the sweep",
+        message=f"make a grid of {jobs:,} jobs; verl_roles plans and checks every job before starting any, "
+        f"and a sweep may have at most {MAX_SWEEP_JOBS:,} (each job is a whole training run)",
+        fix="sweep fewer values (check each range's step), or split the grid into several sweeps",
+    )])
+
+
+def _size(override: Override) -> int:
+    """How many values one override stands for, without listing a range."""
+    if override.parsed is None or not override.is_sweep:
+        return 1
+    value = override.parsed.value()
+    if isinstance(value, RangeSweep) and value.start is not None and value.stop is not None and value.step:
+        span = Decimal(str(value.stop)) - Decimal(str(value.start))
+        return max(0, math.ceil(span / Decimal(str(value.step))))
+    if isinstance(value, ChoiceSweep):
+        return max(1, len(value.list))
+    return 1
 
 
 def master_overrides(command: CommandLine) -> list[str]:

@@ -35,6 +35,7 @@ from verl_roles.planning import (
     Rendered,
     checked,
     compose_command,
+    job_name_problems,
     output_subdir_of,
     output_subdir_problems,
     render,
@@ -203,6 +204,17 @@ def _grid(command: CommandLine, master: DictConfig) -> tuple[CommandLine, dict[s
     if not params:
         return command, {}
     texts = [f"{key}={value}" for key, value in OmegaConf.to_container(params).items()]
+    settings = [text for text in texts if text.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    if settings:
+        # The sweeper hands each param to every job as its own override; Hydra's settings are the sweep's
+        # (one folder, one launcher, one logging set-up), composed once before any job.
+        raise ConfigError([Problem(
+            key=f"hydra.sweeper.params.{text.partition('=')[0]}",
+            message="sets one of Hydra's own settings as a value the sweeper hands each job; Hydra's "
+            "settings belong to the sweep as a whole",
+            fix="set it under `hydra:` of your config or as an override on the command line, and keep "
+            "hydra.sweeper.params for the keys of the trainer config to sweep",
+        ) for text in settings])
     read = read_command_line(CommandLine.of(texts, command.config_name, command.config_dir)).command
     translated = {o.text.partition("=")[0]: o.text.partition("=")[2] for o in read.overrides}
     grid = CommandLine.of([*read.texts(), *command.texts()], command.config_name, command.config_dir)
@@ -214,7 +226,7 @@ def _sweep_setting_problems(master: DictConfig, output_subdir: str | None,
     """What stops a sweep before any job whatever its jobs are: a sweeper whose jobs cannot be planned,
     a batch size the sweeper refuses, Hydra's record in a folder of its own outside the job, no job, one
     job listed twice."""
-    problems = output_subdir_problems(output_subdir)
+    problems = output_subdir_problems(output_subdir) + job_name_problems(master)
     sweeper = OmegaConf.select(master, "hydra.sweeper._target_", default=None)
     if sweeper != BASIC_SWEEPER:
         problems.append(Problem(

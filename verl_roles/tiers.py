@@ -33,9 +33,10 @@ TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "core",
         (
-            "cmdline", "config_tree", "containment", "flags", "flat_lora", "gate", "legacy", "paths",
-            "pipeline", "role_table", "roles", "rules", "run_files", "schema", "sequence_parallel", "slime",
-            "summary", "sweep_grid", "sweep_isolation", "wording", "write_protocol",
+            "cmdline", "config_tree", "containment", "flags", "flat_lora", "gate", "legacy",
+            "library_messages", "paths", "pipeline", "role_table", "roles", "rules", "run_files", "schema",
+            "sequence_parallel", "slime", "summary", "sweep_grid", "sweep_isolation", "wording",
+            "write_protocol",
         ),
     ),
     ("composition", ("hydra_adapter",)),

@@ -46,6 +46,7 @@ from verl_roles.errors import (
     yaml_problem,
 )
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES, SELECTABLE_GROUPS
+from verl_roles.library_messages import innermost_problem, known_problem
 from verl_roles.releases import DEFAULT_RELEASE, VERSION_KEY, is_supported
 from verl_roles.schema import declared_types
 from verl_roles.suggest import LOOSE, near_keys, near_names
@@ -118,6 +119,8 @@ _ENV_UNSET = re.compile(r"Environment variable '([^']+)' not found")
 _RESOLVER_GRAMMAR = re.compile(
     r"GrammarParseError raised while resolving interpolation: (.*?)(?: full_key:|$)"
 )
+# Hydra's `${hydra:...}` resolver raises a plain ValueError outside a running Hydra job.
+_HYDRA_RESOLVER = re.compile(r"HydraConfig was not set")
 # Hydra's defaults list raises a bare ConfigCompositionException for a group choice it cannot place
 # (`actor=megatron`: a group no defaults list names at the top level); the group is only in the text.
 _GROUP_NOT_PLACED = re.compile(r"Could not override '([^']+)'\. Did you mean to override")
@@ -179,10 +182,10 @@ def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | 
         detail = str(getattr(grammar, "msg", "") or grammar).splitlines()[0]
         message = f"holds an interpolation that does not parse ({detail})"
         yield _at_key(grammar, command, message, _GRAMMAR_FIX)
+    elif (known := known_problem(error, command)) is not None:
+        yield known
     else:
-        key = getattr(error, "full_key", None) or "config"
-        message = getattr(error, "msg", None) or str(error)
-        yield Problem(key=key, message=one_paragraph(message), origin=command.origin_of(key) if key else "")
+        yield innermost_problem(_chain(error), command)
 
 
 def _not_in_struct(error: BaseException, command: CommandLine) -> str | None:
@@ -243,10 +246,17 @@ def _resolution_problem(error: BaseException, command: CommandLine) -> Problem:
         name = match.group(1)
         return _at_key(error, command, f"reads the environment variable {name}, which is not set",
                        f"export {name} before the run, or give a default: `${{oc.env:{name},DEFAULT}}`")
+    if _HYDRA_RESOLVER.search(text):
+        return _at_key(error, command, "uses Hydra's `${hydra:...}` resolver, which only a running Hydra "
+                       "job answers; verl_roles resolves the config before Hydra runs (verl reads it "
+                       "resolved)",
+                       "write the value itself, or refer to a key of the config (`${trainer.project_name}`)")
     key = str(getattr(error, "full_key", None) or "config")
     message = one_paragraph(text.split(" full_key:")[0])
     origin = command.origin_of(key) or _typed_interpolations(command, key)
-    return Problem(key=key, message=message, origin=origin)
+    return Problem(key=key, message=message, origin=origin,
+                   fix=f"check the interpolation of {key}: `${{key}}` or `${{resolver:arg}}` giving a value "
+                   "of the key's type")
 
 
 def _at_key(error: BaseException, command: CommandLine, message: str, fix: str) -> Problem:

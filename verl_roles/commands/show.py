@@ -43,7 +43,8 @@ def _show(invocation: Invocation) -> None:
     role = invocation.value(ROLE)
     if role is not None and role not in ROLE_SECTIONS:
         raise ConfigError([Problem(key="--role", message=f"{role!r} is not a role",
-                                   expected="one of " + ", ".join(ROLE_SECTIONS))])
+                                   expected="one of " + ", ".join(ROLE_SECTIONS),
+                                   fix=f"write e.g. `--role {next(iter(ROLE_SECTIONS))}`")])
     sys.stdout.write(show(line))
 
 

@@ -51,6 +51,7 @@ from verl_roles.hydra_adapter.caches import (
 from verl_roles.hydra_adapter.plain_compose import PlainComposition
 from verl_roles.hydra_adapter.release_layer import Layer, for_defaults
 from verl_roles.hydra_adapter.sources import freeze, is_ours, is_shipped, thaw
+from verl_roles.hydra_adapter.user_files import overridden_values, shadowed_files
 
 Catalog = frozenset[tuple[str, str]]
 
@@ -184,6 +185,11 @@ class ConfigLoader(ConfigLoaderImpl):
             return thaw(template)
         loaded = [(d, repo.load_config(config_path=str(d.config_path))) for d in defaults
                   if d.config_path is not None]
+        # A user's file that would do nothing: never read (a shipped file of its name comes first) or its
+        # values replaced by a shipped file later in the defaults list (hydra_adapter/user_files.py).
+        silent = shadowed_files(loaded, repo.get_sources()) or overridden_values(loaded)
+        if silent:
+            raise ConfigError(silent)
         catalog = _catalog_of((d.package or "", result) for d, result in loaded)
         user_files = tuple(
             (d.package or "", _file_path(result, str(d.config_path)), copy.deepcopy(result.config))

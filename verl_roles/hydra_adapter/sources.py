@@ -156,11 +156,17 @@ def _header(text: str, file: str) -> dict[str, str | None]:
 
 
 def _check_user_file(config_path: str, file: str, text: str, header: dict, data: Any) -> None:
-    """What a file of the user's may not do (:mod:`verl_roles.containment`): hold a ``defaults`` that is
-    no list, or be a role option that reaches outside its role's section."""
-    problem = containment.defaults_shape_problem(file, data, key_lines(text))
+    """What a file of the user's may not do (:mod:`verl_roles.containment`): be an option of a group whose
+    options are verl_roles' own, hold a ``defaults`` that is no list, or be a role option that reaches
+    outside its role's section."""
+    lines = key_lines(text)
+    problem = containment.closed_group_problem(config_path, file) or containment.defaults_shape_problem(
+        file, data, lines)
     if problem is not None:
         raise ConfigError([problem])
+    problems = containment.defaults_entry_problems(file, data, lines)
+    if problems:
+        raise ConfigError(problems)
     # An option of a role group, also one in a sub-folder of it (`role/critic=sub/x`).
     group = next((g for g in containment.ROLE_OPTION_SECTIONS if config_path.startswith(f"{g}/")), None)
     if group is not None:

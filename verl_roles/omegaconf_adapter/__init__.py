@@ -26,6 +26,8 @@ private API. Each private symbol used here, and the test that fails when a relea
     it), ``omegaconf.base.Metadata`` / ``ContainerMetadata``, and each node's ``__dict__`` entries
     ``_metadata``, ``_parent``, ``_flags_cache``, ``_content``, ``_val`` -- tests/test_plain_merge.py
     (``test_build_equals_omegaconf_create``), tests/test_compose_cache.py (``*_node_for_node``).
+  - ``Container._get_full_key``: the key a resolution failed at, when OmegaConf's error names none (a
+    resolver's list for a single value) -- tests/test_errors.py (``a-list-for-a-single-value``).
 
 ``tests/test_layers.py`` fails when any module outside the two adapter packages uses a private symbol,
 and when a symbol used here is not listed above.

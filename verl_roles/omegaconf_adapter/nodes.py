@@ -39,14 +39,20 @@ def resolve_in_place(cfg: DictConfig, followed: dict[str, str] | None = None) ->
     """
     pending: list[tuple[Container, Any]] = []
     _copy_plain_references(cfg, cfg, pending, "", followed)
+    container: Any = None
+    key: Any = None
     try:
         for container, key in pending:
             if not _copy_referenced_section(cfg, container, key):
                 # What OmegaConf.resolve does for each key of a container, for this key alone.
                 _resolve_container_value(container, key)
-    except OmegaConfBaseException:
+    except OmegaConfBaseException as error:
         # OmegaConf's resolution does not say which key failed; to_container does, so let it raise.
         OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+        if not getattr(error, "full_key", None) and container is not None:
+            # It resolves there but cannot be put in place (a resolver's list for a single value, which
+            # OmegaConf.resolve, verl's too, refuses): the key is the one being resolved.
+            error.full_key = container._get_full_key(key)
         raise
     return cfg
 

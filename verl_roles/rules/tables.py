@@ -10,15 +10,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from functools import cache
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from verl_roles import releases
 from verl_roles.errors import Problem, did_you_mean
 from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT, TRAINED_SECTIONS
 from verl_roles.releases import release_of
 from verl_roles.rules.values import UNSET, critic_in_use, engine_of, get, kl_in_reward, kl_loss, number
-from verl_roles.schema import verl_names
+from verl_roles.schema import converted_sections, verl_names
 from verl_roles.suggest import LOOSE, near_names
 
 # Name lists frozen from the chosen verl release (verl_roles.releases), read when a rule runs:
@@ -332,8 +334,8 @@ def _blank(value: object) -> bool:
 def removed_checked_keys(cfg: DictConfig, deleted: Iterable[str]) -> list[Problem]:
     """The ``~KEY`` overrides (``deleted``) that removed from ``cfg`` a key the value tables check (the
     range and enum tables, the required paths), or a section holding one: verl reads each of them
-    directly and stops when one is gone (``~trainer.nnodes``). Other keys may be removed (verl reads
-    many with a default)."""
+    directly and stops when one is gone (``~trainer.nnodes``). Other removals are
+    :func:`removed_verl_keys`' to name."""
     checked = _checked_keys(engine_of(cfg).name)
     problems = []
     for key in deleted:
@@ -348,6 +350,36 @@ def removed_checked_keys(cfg: DictConfig, deleted: Iterable[str]) -> list[Proble
                 fix=f"keep the key: drop the `~{key}` override, or give it a value with `{key}=VALUE`",
             ))
     return problems
+
+
+def removed_verl_keys(cfg: DictConfig, deleted: Iterable[str]) -> list[str]:
+    """Warnings for the ``~KEY`` overrides that removed a key of verl's own config from a section verl
+    reads as a plain mapping (``~trainer.default_local_dir``, ``~reward``): verl's code reads some such
+    keys with a default and others directly, stopping when one is gone (its ray trainer reads
+    trainer.default_local_dir at the first checkpoint, maybe hours in). A field of a section verl builds
+    a dataclass from gets the dataclass's default; a key the tables check is refused
+    (:func:`removed_checked_keys`)."""
+    engine, release = engine_of(cfg).name, release_of(cfg)
+    checked = _checked_keys(engine)
+    warnings = []
+    for key in deleted:
+        if any(k == key or k.startswith(f"{key}.") for k in checked):
+            continue
+        if key in releases.surface(release) and not _in_built_section(key, engine, release):
+            section = key.rpartition(".")[0]
+            where = f"`{section}`" if section else "the top level of its config"
+            warnings.append(
+                f"{key} is removed (`~{key}`), but verl's own config always has it, and verl {release} reads "
+                f"{where} as a plain mapping: unless its code reads {key} with a default, the trainer stops "
+                f"when it reads it. Keep the key and give it a value (`{key}=VALUE`) unless you know verl "
+                "does without it.")
+    return warnings
+
+
+def _in_built_section(key: str, engine: str, release: str) -> bool:
+    """``key`` sits in a section verl builds a dataclass from (which gives a removed field its default)."""
+    section = key.rpartition(".")[0]
+    return any(fnmatchcase(section, pattern) for pattern in converted_sections(engine, release))
 
 
 @cache
