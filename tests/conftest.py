@@ -9,8 +9,10 @@ import importlib.util
 import io
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,36 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
 DATA = Path(__file__).resolve().parent / "data"
+
+
+# The Python processes the suite starts (the CLI as typed, pip, the snapshot script, the xdist workers)
+# keep their bytecode in one folder of the session, as a user's Python keeps it beside the sources: each
+# would otherwise compile verl_roles anew where PYTHONDONTWRITEBYTECODE=1 is set (as in some sandboxes).
+# Nothing is written into the checkout; the folder is removed at the end. Set by the process that
+# starts the workers, before it starts them.
+_PYCACHE = pytest.StashKey[tuple[str, dict[str, str | None]]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    folder = tempfile.mkdtemp(prefix="verl_roles-tests-bytecode-")
+    saved = {name: os.environ.get(name) for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+    config.stash[_PYCACHE] = (folder, saved)
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder, saved = config.stash.get(_PYCACHE, (None, {}))
+    if folder is None:
+        return
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def cli_env() -> dict[str, str]:
