@@ -67,8 +67,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+# What a developer may have set for their own debugging; the CLI runs of the suite run without it.
+_NOT_INHERITED = ("HYDRA_FULL_ERROR", "VERL_ROLES_DEBUG")
+
+
 def cli_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("HYDRA_FULL_ERROR", "VERL_ROLES_DEBUG")}
+    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
     env["PYTHONHASHSEED"] = "0"
     return env
 
@@ -88,14 +92,17 @@ def run(args: list[str], cwd: Path, module: str = "verl_roles.main") -> subproce
 def run_in_process(
     args: list[str], cwd: Path, module: str = "verl_roles.main"
 ) -> subprocess.CompletedProcess[str]:
-    """:func:`run` without a new interpreter: the module's ``main`` called with ``ARGS`` in ``cwd``, its
-    output captured. For the many cases that check a message; a few tests per command keep :func:`run`
-    for the real process (exit code, no traceback). An exception that escapes ``main`` fails the test,
-    as a traceback would. The main job's run directory and logging need the caller's Hydra overrides
-    (see :func:`main_in_process`); the commands of ``verl_roles.cli`` write none."""
+    """:func:`run` without a new interpreter: the module's ``main`` (what ``python -m MODULE`` and the
+    console scripts call) with ``ARGS`` in ``cwd``, the environment as :func:`cli_env` leaves it, its
+    output captured. For every case where the process itself is not the point; a few tests keep
+    :func:`run` for what only a real process shows (the exit status a shell sees, signals, Hydra's
+    flags that configure logging, a fresh interpreter). An exception that escapes ``main`` fails the
+    test, as a traceback would. A main job without ``hydra.run.dir`` writes under ``cwd`` as the real
+    one does; Hydra's logging is configured as in a real run, and put back after the test."""
     entry = importlib.import_module(module).main
     out, err = io.StringIO(), io.StringIO()
     previous = Path.cwd()
+    saved = {name: os.environ.pop(name) for name in _NOT_INHERITED if name in os.environ}
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -105,6 +112,7 @@ def run_in_process(
                 code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
     finally:
         os.chdir(previous)
+        os.environ.update(saved)
     return subprocess.CompletedProcess([module, *args], code, out.getvalue(), err.getvalue())
 
 
