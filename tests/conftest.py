@@ -9,8 +9,10 @@ import importlib.util
 import io
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,8 +37,42 @@ CONF = REPO / "conf"
 DATA = Path(__file__).resolve().parent / "data"
 
 
+# The Python processes the suite starts (the CLI as typed, pip, the snapshot script, the xdist workers)
+# keep their bytecode in one folder of the session, as a user's Python keeps it beside the sources: each
+# would otherwise compile verl_roles anew where PYTHONDONTWRITEBYTECODE=1 is set (as in some sandboxes).
+# Nothing is written into the checkout; the folder is removed at the end. Set by the process that
+# starts the workers, before it starts them.
+_PYCACHE = pytest.StashKey[tuple[str, dict[str, str | None]]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    folder = tempfile.mkdtemp(prefix="verl_roles-tests-bytecode-")
+    saved = {name: os.environ.get(name) for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+    config.stash[_PYCACHE] = (folder, saved)
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder, saved = config.stash.get(_PYCACHE, (None, {}))
+    if folder is None:
+        return
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+# What a developer may have set for their own debugging; the CLI runs of the suite run without it.
+_NOT_INHERITED = ("HYDRA_FULL_ERROR", "VERL_ROLES_DEBUG")
+
+
 def cli_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("HYDRA_FULL_ERROR", "VERL_ROLES_DEBUG")}
+    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
     env["PYTHONHASHSEED"] = "0"
     return env
 
@@ -56,14 +92,17 @@ def run(args: list[str], cwd: Path, module: str = "verl_roles.main") -> subproce
 def run_in_process(
     args: list[str], cwd: Path, module: str = "verl_roles.main"
 ) -> subprocess.CompletedProcess[str]:
-    """:func:`run` without a new interpreter: the module's ``main`` called with ``ARGS`` in ``cwd``, its
-    output captured. For the many cases that check a message; a few tests per command keep :func:`run`
-    for the real process (exit code, no traceback). An exception that escapes ``main`` fails the test,
-    as a traceback would. The main job's run directory and logging need the caller's Hydra overrides
-    (see :func:`main_in_process`); the commands of ``verl_roles.cli`` write none."""
+    """:func:`run` without a new interpreter: the module's ``main`` (what ``python -m MODULE`` and the
+    console scripts call) with ``ARGS`` in ``cwd``, the environment as :func:`cli_env` leaves it, its
+    output captured. For every case where the process itself is not the point; a few tests keep
+    :func:`run` for what only a real process shows (the exit status a shell sees, signals, Hydra's
+    flags that configure logging, a fresh interpreter). An exception that escapes ``main`` fails the
+    test, as a traceback would. A main job without ``hydra.run.dir`` writes under ``cwd`` as the real
+    one does; Hydra's logging is configured as in a real run, and put back after the test."""
     entry = importlib.import_module(module).main
     out, err = io.StringIO(), io.StringIO()
     previous = Path.cwd()
+    saved = {name: os.environ.pop(name) for name in _NOT_INHERITED if name in os.environ}
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -73,6 +112,7 @@ def run_in_process(
                 code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
     finally:
         os.chdir(previous)
+        os.environ.update(saved)
     return subprocess.CompletedProcess([module, *args], code, out.getvalue(), err.getvalue())
 
 
@@ -214,3 +254,33 @@ SLOW_FIRST = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: index for index, name in enumerate(SLOW_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))
+    for item in items:
+        for mark in item.iter_markers("xdist_group"):
+            group = mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+            assert ONE_WORKER.get(item.path.name) == group, (
+                f"{item.path.name} marks xdist_group({group!r}): list it in ONE_WORKER of tests/conftest.py"
+            )
+
+
+# Modules run whole by one pytest-xdist worker (`--dist loadgroup`), so that their module fixtures (the
+# wheel build, every snapshot rendered, verl's driver run) run once, not once per worker. Each module
+# also says so with its `xdist_group` mark (checked above), but pytest-xdist 3.8 reads that mark through
+# the test's node id, which pytest 9.2 no longer lets a plugin change: the groups were silently ignored
+# (pytest-dev/pytest-xdist#1386). The scheduler below reads the modules from this table instead.
+ONE_WORKER = {"test_wheel.py": "wheel", "test_snapshots.py": "snapshots", "test_verl_acceptance.py": "verl"}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 - xdist's types
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ModuleGroupScheduling(LoadGroupScheduling):
+        """loadgroup, with the group of a test of an ONE_WORKER module taken from its module."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            group = ONE_WORKER.get(module.rsplit("/", 1)[-1])
+            return group if group is not None else super()._split_scope(nodeid)
+
+    return ModuleGroupScheduling(config, log)

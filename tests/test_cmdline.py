@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from conftest import flat, main_in_process, run
+from conftest import flat, main_in_process, run_in_process
 from hydra._internal.config_repository import ConfigRepository
 from hydra._internal.utils import create_config_search_path, get_args_parser
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -217,7 +217,7 @@ def test_api_reads_a_config_dir(tmp_path):
 
 def test_a_flag_value_is_never_translated_as_a_legacy_key(in_tmp):
     args = ["--cfg", "job", "-p", "actor_rollout_ref.model.lora", "actor_rollout_ref.model.lora_rank=8"]
-    result = run(args, cwd=in_tmp)
+    result = run_in_process(args, cwd=in_tmp)
     assert result.returncode == 0, result.stderr
     assert OmegaConf.create(result.stdout).rank == 8
     assert result.stderr.count("verl's flat LoRA key") == 1 and "(deleted)" not in result.stderr

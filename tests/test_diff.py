@@ -228,9 +228,9 @@ def _leaves(node, prefix=()):
     ids=["separator", "bad-key"],
 )
 def test_stock_mistakes_are_one_paragraph_and_exit_2(args, phrases, tmp_path: Path):
-    from conftest import assert_user_error, run
+    from conftest import assert_user_error
 
-    result = run(["diff", *args], cwd=tmp_path, module="verl_roles.cli")
+    result = run_in_process(["diff", *args], cwd=tmp_path, module="verl_roles.cli")
     assert_user_error(result, *phrases)
     assert result.stdout == ""
 

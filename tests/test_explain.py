@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_user_error, flat, run, write
+from conftest import assert_user_error, flat, run_in_process, write
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -145,13 +145,14 @@ def test_cli_key_of_another_engine_names_that_engine(capsys, args, expected):
     assert capsys.readouterr().err.strip() == expected
 
 
-def test_cli_subprocess(in_tmp):
+def test_cli_as_typed(in_tmp):
     args = ["explain", "critic.rollout_n", "actor_rollout_ref.rollout.n=4"]
-    result = run(args, cwd=in_tmp, module="verl_roles.cli")
+    result = run_in_process(args, cwd=in_tmp, module="verl_roles.cli")
     assert result.returncode == 0, result.stderr
     assert "critic.rollout_n = 4" in result.stdout
     assert "command line `actor_rollout_ref.rollout.n=4`: 4" in result.stdout
-    bad = run(["explain", "trainer.nnodes", "model_engine=deepspeed"], cwd=in_tmp, module="verl_roles.cli")
+    bad = run_in_process(["explain", "trainer.nnodes", "model_engine=deepspeed"], cwd=in_tmp,
+                         module="verl_roles.cli")
     assert_user_error(bad, "no option 'deepspeed'")
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONF, assert_user_error, cli_env, main_in_process, run, run_in_process, write
+from conftest import CONF, assert_user_error, cli_env, main_in_process, run_in_process, write
 
 from verl_roles.cli import main as cli
 from verl_roles.layout import ENGINE_ALIASES, ENGINES
@@ -80,7 +80,7 @@ def test_keys_read_the_comments_of_a_users_role_option(tmp_path: Path, capsys):
 
 def test_keys_mistakes(tmp_path: Path):
     assert_user_error(
-        run(["keys", "megatron.tensor*"], cwd=tmp_path, module="verl_roles.cli"),
+        run_in_process(["keys", "megatron.tensor*"], cwd=tmp_path, module="verl_roles.cli"),
         "megatron.tensor*: matches no key", "add model_engine=megatron",
     )
     assert_user_error(run_in_process(["keys", "--role", "x"], cwd=tmp_path, module="verl_roles.cli"),

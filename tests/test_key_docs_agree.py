@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from conftest import assert_user_error, run, run_in_process
+from conftest import assert_user_error, run_in_process
 
 import verl_roles
 from verl_roles import layout, releases
@@ -158,8 +158,8 @@ def test_kl_estimators_as_the_docs_name_them(tmp_path):
     assert listed.returncode == 0, listed.stderr
     assert "low_var_kl or k3" in listed.stdout and "verl has no `full` estimator" in listed.stdout
     assert_user_error(
-        run(["show", "algorithm.kl_penalty=full", "algorithm.use_kl_in_reward=true"], cwd=tmp_path,
-            module="verl_roles.cli"),
+        run_in_process(["show", "algorithm.kl_penalty=full", "algorithm.use_kl_in_reward=true"],
+                       cwd=tmp_path, module="verl_roles.cli"),
         "algorithm.kl_penalty: is not a KL estimator", "Got 'full'",
     )
     for value in ("k3", "low_var_kl+"):

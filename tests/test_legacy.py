@@ -7,11 +7,10 @@ import fnmatch
 import json
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, cli_env, flat, main_in_process, run, write
+from conftest import DATA, flat, main_in_process, run_in_process, write
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -139,7 +138,7 @@ def test_legacy_key_in_a_sweep_translates_every_value(tmp_path, capsys):
 
 
 def test_cli_warning_names_old_key_new_key_and_value(in_tmp):
-    result = run(["actor_rollout_ref.model.lora_alpha=64", "hydra.run.dir=out"], cwd=in_tmp)
+    result = run_in_process(["actor_rollout_ref.model.lora_alpha=64", "hydra.run.dir=out"], cwd=in_tmp)
     assert result.returncode == 0, result.stderr
     warning = [line for line in result.stderr.splitlines() if "lora_alpha" in line]
     assert len(warning) == 1
@@ -240,8 +239,7 @@ def test_fsdp_critic_key_in_a_file_under_megatron_is_an_error(user_conf, tmp_pat
 
 def migrate(args: list[str]) -> subprocess.CompletedProcess[str]:
     """``verl-roles migrate ARGS`` as a user types it."""
-    return subprocess.run([sys.executable, "-m", "verl_roles.cli", "migrate", *args], env=cli_env(),
-                          capture_output=True, text=True, timeout=60)
+    return run_in_process(["migrate", *args], cwd=Path.cwd(), module="verl_roles.cli")
 
 
 def migrate_in_process(args: list[str], capsys) -> tuple[int, str, str]:

@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import DATA, assert_user_error, read_overrides, run, write
+from conftest import DATA, assert_user_error, read_overrides, run_in_process, write
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -149,7 +149,7 @@ def test_a_value_that_is_what_verl_does_anyway_is_dropped_with_a_warning(key, ty
 
 
 def test_the_cli_refuses_a_removed_key_with_one_paragraph(in_tmp):
-    result = run(["reward_model.micro_batch_size_per_gpu=32", "hydra.run.dir=out"], cwd=in_tmp)
+    result = run_in_process(["reward_model.micro_batch_size_per_gpu=32", "hydra.run.dir=out"], cwd=in_tmp)
     assert_user_error(
         result, "reward_model.micro_batch_size_per_gpu: is a legacy key", "reward.reward_model.rollout"
     )
@@ -203,7 +203,7 @@ def test_a_removed_key_in_a_config_file_is_an_error(tmp_path: Path):
 
 
 def test_migrate_prints_the_modern_reward_line(in_tmp):
-    result = run(
+    result = run_in_process(
         [
             "migrate",
             "reward_model.enable=True",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error, main_in_process, run
+from conftest import assert_user_error, main_in_process, run, run_in_process
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -58,7 +58,7 @@ def test_hydra_flags_work(in_tmp: Path):
 
 
 def test_unknown_group_option_is_one_clear_error(in_tmp: Path):
-    result = run(["model_engine=deepspeed", "hydra.run.dir=out"], cwd=in_tmp)
+    result = run_in_process(["model_engine=deepspeed", "hydra.run.dir=out"], cwd=in_tmp)
     assert_user_error(result, "model_engine", "deepspeed", "megatron")
     assert not (in_tmp / "out" / "resolved.yaml").exists()
 

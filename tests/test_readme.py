@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, cli_env, write
+from conftest import REPO, run_in_process, write
 
 README = REPO / "README.md"
 # The user guide: the README and the topic pages it links to.
@@ -35,8 +33,9 @@ CANNOT_RUN = {
 # running them here as well would start the same launcher twice for the same check.
 LAUNCHER_LINES_RUN_BY_TEST_SWEEP = ("joblib", "submitit_local")
 
-# Flags that configure Hydra's logging for the whole process: such examples run as a subprocess.
-SUBPROCESS_FLAGS = {
+# Flags that configure Hydra's logging for the whole process: such examples run exactly as typed (no
+# run folder or logging overrides added); conftest puts the logging back after the test.
+AS_TYPED_FLAGS = {
     "--info", "-i", "--cfg", "-c", "--help", "-h", "--hydra-help", "-sc", "--shell-completion",
 }
 
@@ -184,12 +183,9 @@ def _in_process(example: Example, tmp_path: Path, capsys: pytest.CaptureFixture[
     return code, captured.out + captured.err
 
 
-def _as_subprocess(example: Example, tmp_path: Path) -> tuple[int, str]:
+def _as_typed(example: Example, tmp_path: Path) -> tuple[int, str]:
     module = "verl_roles.main" if example.program == "main" else "verl_roles.cli"
-    result = subprocess.run(
-        [sys.executable, "-m", module, *example.args],
-        cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120,
-    )
+    result = run_in_process(list(example.args), cwd=tmp_path, module=module)
     return result.returncode, result.stdout + result.stderr
 
 
@@ -208,8 +204,8 @@ def test_readme_example_runs_as_documented(example: Example, tmp_path, monkeypat
     for name, content in example_files().items():
         write(tmp_path / name, content)
     monkeypatch.chdir(tmp_path)
-    if example.program == "main" and SUBPROCESS_FLAGS & set(example.args):
-        code, output = _as_subprocess(example, tmp_path)
+    if example.program == "main" and AS_TYPED_FLAGS & set(example.args):
+        code, output = _as_typed(example, tmp_path)
     else:
         code, output = _in_process(example, tmp_path, capsys)
     assert "Traceback" not in output, output

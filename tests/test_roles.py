@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import main_in_process, run, write
+from conftest import main_in_process, run_in_process, write
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -116,7 +116,7 @@ def test_user_role_option_from_config_dir(tmp_path: Path):
         confdir, "actor", "offload",
         "# @package actor_rollout_ref.actor\nmegatron:\n  optimizer_offload: true\n",
     )
-    result = run(
+    result = run_in_process(
         [
             "--config-dir",
             str(confdir),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from conftest import arrived, assert_user_error, run
+from conftest import arrived, assert_user_error, run_in_process
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -79,7 +79,7 @@ def test_an_unknown_estimator_trains_no_critic_as_in_verl():
 
 
 def test_the_cli_prints_the_warning_and_writes_the_run(in_tmp):
-    result = run(["algorithm.adv_estimator=my_est", "hydra.run.dir=out"], cwd=in_tmp)
+    result = run_in_process(["algorithm.adv_estimator=my_est", "hydra.run.dir=out"], cwd=in_tmp)
     assert result.returncode == 0, result.stderr
     assert "verl_roles warning: algorithm.adv_estimator=my_est is not one of" in result.stderr
     assert (in_tmp / "out" / "resolved.yaml").is_file()
@@ -264,7 +264,7 @@ def test_a_custom_reward_file_needs_a_function_name():
 
 
 def test_the_cli_refuses_with_one_paragraph_and_writes_nothing(in_tmp):
-    result = run(["actor_rollout_ref.rollout.name=hf", "hydra.run.dir=out"], cwd=in_tmp)
+    result = run_in_process(["actor_rollout_ref.rollout.name=hf", "hydra.run.dir=out"], cwd=in_tmp)
     assert_user_error(result, f"{ROLLOUT}.name: is not a rollout engine verl 0.9.1 has", "'hf'")
     assert not (in_tmp / "out" / "resolved.yaml").exists()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run
+from conftest import run_in_process
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -77,7 +77,7 @@ def test_explain_names_the_step_and_the_tensor_parallel_size():
 
 
 def test_the_files_written_show_the_value_verl_uses(tmp_path: Path):
-    result = run([MEGATRON, f"hydra.run.dir={tmp_path}"], cwd=tmp_path)
+    result = run_in_process([MEGATRON, f"hydra.run.dir={tmp_path}"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     resolved = yaml.safe_load((tmp_path / "resolved.yaml").read_text(encoding="utf-8"))
     assert resolved["critic"]["megatron"]["sequence_parallel"] is False

@@ -85,7 +85,7 @@ def test_a_show_mistake_in_a_real_process(tmp_path: Path):
 
 
 def test_hydra_views_point_to_show(tmp_path: Path, run_args: list[str]):
-    result = run([*run_args, "--cfg", "job", "--resolve"], cwd=tmp_path)
+    result = run_in_process([*run_args, "--cfg", "job", "--resolve"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     # Hydra's view is the composition before the slime file: the critic's schedule is still the default.
     assert "lr_decay_style: cosine" not in result.stdout.split("critic:", 1)[1]
@@ -97,7 +97,7 @@ def test_hydra_views_point_to_show(tmp_path: Path, run_args: list[str]):
     show = f"`verl-roles show --config-dir {tmp_path / 'myconf'} {MEGATRON} 'role/critic=[offload]'"
     assert show in notes[0]
 
-    code = run([*run_args, "hydra.run.dir=out"], cwd=tmp_path)
+    code = run_in_process([*run_args, "hydra.run.dir=out"], cwd=tmp_path)
     assert code.returncode == 0, code.stderr
     saved = (tmp_path / "out/.hydra/config.yaml").read_text()
     assert saved.startswith("# Hydra's composition of this run, before verl_roles read legacy keys")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, assert_user_error, flat, run
+from conftest import REPO, assert_user_error, flat, run_in_process
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -225,7 +225,7 @@ def test_file_needs_the_megatron_engine(tmp_path: Path):
 
 def test_bad_file_through_the_cli_writes_nothing(in_tmp: Path):
     write(in_tmp, "megatron:\n  - role: critic\n    overrides:\n      tensor-model-parallel-size: 2\n")
-    result = run([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
     assert_user_error(result, "roles.yaml: megatron[0] (role critic)", "tensor_model_parallel_size")
     assert not (in_tmp / "out" / "resolved.yaml").exists()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import assert_user_error, flat, run
+from conftest import assert_user_error, flat, run_in_process
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -45,7 +45,7 @@ def test_slime_names_are_read_through_the_main_job(in_tmp: Path):
     for role, name, value, _, _ in NEW_NAMES:
         entries.setdefault(role, {})[name] = value
     slime_file(in_tmp / "roles.yaml", entries)
-    result = run([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
     assert result.returncode == 0, result.stderr
     resolved = flat(OmegaConf.load(in_tmp / "out" / "resolved.yaml"))
     for _, name, _, key, expected in NEW_NAMES:
@@ -121,7 +121,7 @@ def test_what_slime_ignores_harmlessly_is_a_warning(in_tmp: Path):
         "      lr: 2e-5\n",
         encoding="utf-8",
     )
-    result = run([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
     assert result.returncode == 0, result.stderr
     assert "top-level key comment ignored: slime reads only the `megatron` list" in result.stderr
     assert "megatron[0] description: is not a key of a slime role entry; slime ignores it" in result.stderr
@@ -132,7 +132,7 @@ def test_what_slime_ignores_harmlessly_is_a_warning(in_tmp: Path):
 def test_a_misspelt_field_slime_reads_is_an_error(in_tmp: Path):
     text = "megatron:\n  - role: critic\n    overide: {lr: 2e-5}\n"
     (in_tmp / "roles.yaml").write_text(text, encoding="utf-8")
-    result = run([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
     assert_user_error(result, "megatron[0] overide: is not a key of a slime role entry",
                       "the entry would lose its `overrides`", "did you mean `overrides`?")
     assert not (in_tmp / "out").exists()
@@ -143,7 +143,7 @@ def test_a_misspelt_field_slime_reads_is_an_error(in_tmp: Path):
 )
 def test_a_null_megatron_list_is_refused_as_slime_refuses_it(in_tmp: Path, text: str):
     (in_tmp / "roles.yaml").write_text(text, encoding="utf-8")
-    result = run([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
     assert_user_error(result, "megatron_config_path=roles.yaml: `megatron:` is empty (null)",
                       "slime refuses it", "Fix: list the entries under `megatron:`", "megatron: []")
     output = result.stdout + result.stderr

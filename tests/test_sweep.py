@@ -8,7 +8,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error, run
+from conftest import assert_user_error, run_in_process
 from omegaconf import OmegaConf
 
 from verl_roles.commands.sweep import SUMMARY_COLUMNS, SUMMARY_FILE, read_summary
@@ -87,7 +87,8 @@ def test_an_invalid_job_stops_the_sweep_before_anything_exists(tmp_path, capsys,
 
 
 def test_sweep_as_typed_exits_non_zero_and_writes_nothing(tmp_path):
-    result = run(["-m", "critic.optim.lr=-1,1e-5", f"hydra.sweep.dir={tmp_path / 's'}"], cwd=tmp_path)
+    result = run_in_process(["-m", "critic.optim.lr=-1,1e-5", f"hydra.sweep.dir={tmp_path / 's'}"],
+                            cwd=tmp_path)
     assert_user_error(result, "1 of 2 sweep points fail", "nothing was launched or written")
     assert list(tmp_path.iterdir()) == []
 
