@@ -15,6 +15,7 @@ from conftest import CONF, assert_user_error, cli_env, main_in_process, run, run
 
 from verl_roles.cli import main as cli
 from verl_roles.layout import ENGINE_ALIASES, ENGINES
+from verl_roles.releases import engine_choice
 
 MEGATRON = "model_engine=megatron"
 
@@ -54,7 +55,7 @@ def test_keys_of_an_engine_show_interpolations_and_what_they_resolve_to(capsys):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_key_has_its_comment(capsys, engine):
-    lines = keys_output(capsys, f"model_engine={engine}")
+    lines = keys_output(capsys, *engine_choice(engine))
     keys = [i for i, line in enumerate(lines) if not line.startswith(" ")]
     assert len(keys) > 600
     uncommented = [lines[i] for i in keys if i + 1 >= len(lines) or not lines[i + 1].startswith("    ")]
@@ -90,10 +91,10 @@ def test_keys_mistakes(tmp_path: Path):
 def test_roles_prints_one_table_of_the_differences(capsys):
     assert cli(["roles", MEGATRON, "critic.megatron.param_offload=true"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["key", "actor", "ref", "critic", "rollout"]
+    assert lines[0].split() == ["key", "actor", "critic", "ref", "rollout"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
-    assert rows["megatron.param_offload"] == ["false", "false", "true", "-"]
-    assert rows["optim.lr"] == ["1.0e-06", "-", "1.0e-05", "-"]
+    assert rows["megatron.param_offload"] == ["false", "true", "false", "-"]
+    assert rows["optim.lr"] == ["1.0e-06", "1.0e-05", "-", "-"]
     # Keys every role has with one value are not shown.
     assert "megatron.tensor_model_parallel_size" not in rows
 
@@ -101,7 +102,7 @@ def test_roles_prints_one_table_of_the_differences(capsys):
 def test_roles_aligns_the_fsdp_critic_block_and_leaves_out_an_untrained_critic(capsys):
     assert cli(["roles", "critic.fsdp.param_offload=true"]) == 0
     rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[1:]}
-    assert rows["fsdp_config.param_offload"] == ["false", "false", "true", "-"]
+    assert rows["fsdp_config.param_offload"] == ["false", "true", "false", "-"]
     assert cli(["roles", "algorithm.adv_estimator=grpo"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["key", "actor", "ref", "rollout"]
@@ -210,7 +211,7 @@ def test_roles_hides_what_differs_by_construction_fits_120_columns_and_says_how_
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:-1]}
     # No class names, no qat rows (the rollout's qat follows the actor's engine block).
     assert "_target_" not in rows and not any(key.startswith("qat.") for key in rows)
-    assert rows["megatron.param_offload"] == ["false", "false", "true", "-"]
+    assert rows["megatron.param_offload"] == ["false", "true", "false", "-"]
     assert lines[-1] == (
         "(3 more rows differ by construction, e.g. _target_: `verl-roles roles --all` shows every row)")
     assert all(len(line) <= 120 for line in lines)

@@ -125,7 +125,7 @@ def test_every_view_spells_values_as_resolved_yaml_does(capsys):
     assert capsys.readouterr().out.splitlines()[0] == f"{flag} = false"
     assert cli(["roles", *args]) == 0
     rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[1:]}
-    assert rows["optim.lr"] == ["1.0e-06", "-", "2.0e-06", "-"]
+    assert rows["optim.lr"] == ["1.0e-06", "2.0e-06", "-", "-"]
     assert cli(["diff", MEGATRON, "--", *args, f"{flag}=true"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[2:] == [f"changed {flag}: false -> true", f"changed {key}: 1.0e-05 -> 2.0e-06",
