@@ -21,12 +21,12 @@ from conftest import REPO, cli_env
 EXTRA_ROWS = {
     "DEFAULT_ENGINE = ": (
         "from dataclasses import replace as _replace\n"
-        "ENGINE_TABLE = (*ENGINE_TABLE, _replace(MEGATRON, name='mcore2', baseline='mcore2', "
-        "role_block='mcore2', title='Mcore2', aliases=()))\n"
+        "ENGINE_TABLE = (*ENGINE_TABLE, _replace(MEGATRON, name='probe_engine', baseline='probe_engine', "
+        "role_block='probe_engine', title='Probe', aliases=()))\n"
     ),
     "ROLES_BY_NAME: ": (
-        "ROLES = (*ROLES, Role('reward', 'reward_trainer', group='role/reward', "
-        "model='reward_trainer.model', trained=True))\n"
+        "ROLES = (*ROLES, Role('probe_role', 'probe_section', group='role/probe_role', "
+        "model='probe_section.model', trained=True))\n"
     ),
 }
 
@@ -43,23 +43,26 @@ from verl_roles.summary import summarize
 
 section = {"optim": {"lr": 3e-6}, "ppo_mini_batch_size": 8, "ppo_micro_batch_size_per_gpu": 2,
            "log_prob_micro_batch_size_per_gpu": 4, "enable": True}
-cfg = OmegaConf.create({"model_engine": "mcore2", "algorithm": {"adv_estimator": "gae"},
+def probed(key):
+    return "probe_section" in key or "probe_engine" in key
+
+cfg = OmegaConf.create({"model_engine": "probe_engine", "algorithm": {"adv_estimator": "gae"},
                         "trainer": {"nnodes": 1, "n_gpus_per_node": 8}, "data": {"train_batch_size": 16}})
 for role in layout.ROLES:
     node = dict(section)
     if role.engine_block:
-        node["mcore2"] = {"tensor_model_parallel_size": 2, "sequence_parallel": True}
+        node["probe_engine"] = {"tensor_model_parallel_size": 2, "sequence_parallel": True}
     else:
         node.update({key: 1 for _, key in role.summary})
     OmegaConf.update(cfg, role.section, node, force_add=True)
-OmegaConf.update(cfg, "reward_trainer.model", {"path": None}, force_add=True)
+OmegaConf.update(cfg, "probe_section.model", {"path": None}, force_add=True)
 required = [p.key for p in tables.required_paths_are_set(cfg)]
 ranged = {row.key for row in tables.RANGES}
 print(json.dumps({
-    "own_types": sorted(key for key in own_types.OWN_TYPES if "reward_trainer" in key or "mcore2" in key),
-    "router_replay": [key for key in tables.ROUTER_REPLAY_KEYS if "reward_trainer" in key or "mcore2" in key],
-    "ranged": sorted(key for key in ranged if key.startswith("reward_trainer.")),
-    "enums": [known.key for known in tables.ENUMS if known.key.startswith("reward_trainer.")],
+    "own_types": sorted(key for key in own_types.OWN_TYPES if probed(key)),
+    "router_replay": [key for key in tables.ROUTER_REPLAY_KEYS if probed(key)],
+    "ranged": sorted(key for key in ranged if key.startswith("probe_section.")),
+    "enums": [known.key for known in tables.ENUMS if known.key.startswith("probe_section.")],
     "required": required,
     "differences": [d.pattern for d in verl_differences.DIFFERENCES if "sequence_parallel" in d.pattern],
     "sp_blocks": megatron_role_blocks(cfg),
@@ -94,29 +97,29 @@ def probe_with_extra_rows(tmp_path: Path) -> dict:
 def test_a_role_and_an_engine_added_to_the_layout_reach_every_table(tmp_path: Path):
     found = probe_with_extra_rows(tmp_path)
     # Types: the new model's LoRA block, the new engine's baseline, each role's blocks under it.
-    assert "reward_trainer.model.lora.rank" in found["own_types"]
-    assert "mcore2" in found["own_types"]
-    assert "reward_trainer.fsdp_config.wrap_policy.min_num_params" in found["own_types"]
-    assert "reward_trainer.mcore2.override_transformer_config.recompute_method" in found["own_types"]
-    assert "critic.mcore2.override_transformer_config.recompute_method" in found["own_types"]
+    assert "probe_section.model.lora.rank" in found["own_types"]
+    assert "probe_engine" in found["own_types"]
+    assert "probe_section.fsdp_config.wrap_policy.min_num_params" in found["own_types"]
+    assert "probe_section.probe_engine.override_transformer_config.recompute_method" in found["own_types"]
+    assert "critic.probe_engine.override_transformer_config.recompute_method" in found["own_types"]
     # The rules' tables: router replay in every block, ranges and loss aggregation of a trained role, its
     # model path required while it trains.
-    assert {"reward_trainer.megatron.router_replay.mode", "actor_rollout_ref.actor.mcore2.router_replay.mode",
-            "reward_trainer.mcore2.router_replay.mode"} <= set(found["router_replay"])
-    assert {"reward_trainer.optim.lr", "reward_trainer.ppo_mini_batch_size",
-            "reward_trainer.mcore2.tensor_model_parallel_size"} <= set(found["ranged"])
-    assert found["enums"][:1] == ["reward_trainer.loss_agg_mode"]
-    assert "reward_trainer.model.path" in found["required"]
+    assert {"probe_section.megatron.router_replay.mode", "probe_section.probe_engine.router_replay.mode",
+            "actor_rollout_ref.actor.probe_engine.router_replay.mode"} <= set(found["router_replay"])
+    assert {"probe_section.optim.lr", "probe_section.ppo_mini_batch_size",
+            "probe_section.probe_engine.tensor_model_parallel_size"} <= set(found["ranged"])
+    assert found["enums"][:1] == ["probe_section.loss_agg_mode"]
+    assert "probe_section.model.path" in found["required"]
     # A Megatron-Core engine: verl turns its sequence_parallel off at TP 1, in every role's block.
-    assert {"reward_trainer.megatron.sequence_parallel", "critic.mcore2.sequence_parallel"} <= set(
+    assert {"probe_section.megatron.sequence_parallel", "critic.probe_engine.sequence_parallel"} <= set(
         found["differences"])
-    assert "reward_trainer.mcore2" in found["sp_blocks"]
+    assert "probe_section.probe_engine" in found["sp_blocks"]
     # What a user reads: the summary line, the roles table's column, an FSDP role, its option group.
-    reward = [line for line in found["summary"] if line.split()[0] == "reward"]
-    assert reward and "TP=2" in reward[0] and "lr=3e-06" in reward[0], found["summary"]
-    assert "reward" in found["shown"] and "reward" in found["columns"]
-    assert ["reward", "reward_trainer"] in found["fsdp_roles"]
-    assert "role/reward" in found["selectable"]
+    line = [line for line in found["summary"] if line.split()[0] == "probe_role"]
+    assert line and "TP=2" in line[0] and "lr=3e-06" in line[0], found["summary"]
+    assert "probe_role" in found["shown"] and "probe_role" in found["columns"]
+    assert ["probe_role", "probe_section"] in found["fsdp_roles"]
+    assert "role/probe_role" in found["selectable"]
     # Not a slime role unless its row says so; a snapshot of the new engine.
-    assert "reward" not in found["slime_roles"]
-    assert "_generated_ppo_mcore2_trainer.yaml" in found["snapshots"]
+    assert "probe_role" not in found["slime_roles"]
+    assert "_generated_ppo_probe_engine_trainer.yaml" in found["snapshots"]

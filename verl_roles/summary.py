@@ -42,7 +42,7 @@ def _role_line(cfg: DictConfig, role: Role, chosen: Engine) -> str:
     if not role.engine_block:
         fields = " ".join(f"{label}={_fmt(section.get(key))}" for label, key in role.summary)
         return f"  {role.name.ljust(NAME_WIDTH - 1)} {fields}"
-    head = f"  {role.name.ljust(NAME_WIDTH)}{_parallel(cfg, role.name, role.section, chosen)} | "
+    head = f"  {role.name.ljust(NAME_WIDTH - 1)} {_parallel(cfg, role.name, role.section, chosen)} | "
     if not role.trained:
         return f"{head}log_prob_micro_batch/gpu={_fmt(section.get('log_prob_micro_batch_size_per_gpu'))}"
     model = OmegaConf.select(cfg, role.model, default=None) if role.model else None
