@@ -43,11 +43,13 @@ sys.path.insert(0, str(REPO))  # this checkout's verl_roles, whatever is install
 
 from omegaconf import OmegaConf  # noqa: E402
 
-import verl_roles  # noqa: E402 - after the path is set
-from verl_roles import paths, releases, verl_differences  # noqa: E402
+from verl_roles import paths, pipeline, releases, verl_differences  # noqa: E402
+from verl_roles.cmdline import CommandLine  # noqa: E402
+from verl_roles.flat_lora import add_flat_lora_keys  # noqa: E402
 from verl_roles.hydra_adapter.compose import compose_raw  # noqa: E402
 from verl_roles.layout import ENGINES, PRIMARY_CONFIG, ROLES  # noqa: E402
 from verl_roles.layout import engine as engine_row  # noqa: E402
+from verl_roles.sequence_parallel import write_effective_sequence_parallel  # noqa: E402
 
 PACKAGE_DATA = releases.RELEASES_DIR
 GROUP_DIR = REPO / "conf" / releases.VERSION_KEY
@@ -283,8 +285,16 @@ class OurTree:
     def __init__(self, engine: str) -> None:
         with releases.unlayered():
             cfg = compose_raw(PRIMARY_CONFIG, [f"model_engine={engine}"])
-            # What the pipeline's steps make of it (the flat LoRA keys derived from the block...).
-            self.produced = OmegaConf.to_container(verl_roles.compose([f"model_engine={engine}"]))
+            # What the pipeline's writing steps make of it (the flat LoRA keys derived from the block,
+            # sequence_parallel as verl runs it), without its checks: they judge a config against the
+            # release data this script is about to write (a role, an engine or a key new in conf/ is
+            # unknown to the data generated before it), and an engine may not be shipped by the
+            # tree's release at all.
+            produced = compose_raw(PRIMARY_CONFIG, [f"model_engine={engine}"])
+            resolved = pipeline.resolve(produced, {})
+            write_effective_sequence_parallel(resolved, CommandLine.of(), {})
+            add_flat_lora_keys(resolved)
+            self.produced = OmegaConf.to_container(resolved)
         self.raw = OmegaConf.to_container(cfg, resolve=False)
         self.resolved = OmegaConf.to_container(cfg, resolve=True)
         self.raw_leaves = leaves_of(self.raw)
@@ -466,7 +476,8 @@ def value_type(value: Any) -> str | None:
 
 def strategies(engines: list[str], reference: Path, enums: dict[str, Any]) -> dict[str, list[str]]:
     """engine -> the ``strategy`` values a role runs it with: what the class of the actor's engine block
-    asserts (``FSDPEngineConfig``: fsdp, fsdp2, fsdp_turbo), else the composed default alone."""
+    asserts (``FSDPEngineConfig``: fsdp, fsdp2, fsdp_turbo) when the composed default is one of them,
+    else the composed default alone."""
     asserted = enums.get("engine_strategy", {}).get("values", {})
     found: dict[str, list[str]] = {}
     for engine in engines:
@@ -478,7 +489,10 @@ def strategies(engines: list[str], reference: Path, enums: dict[str, Any]) -> di
             and path != "actor_rollout_ref.actor.strategy" and "class" in (leaf.get("declared") or {})
         }
         values = next((asserted[name] for name in sorted(block_classes) if name in asserted), None)
-        found[engine] = list(values) if values else [default]
+        # The block's strategy names are the section's only where they include its default (FSDP:
+        # actor.strategy fsdp, fsdp_config.strategy fsdp; an engine whose block names itself otherwise,
+        # as MindSpeed's mindspeed_megatron under actor.strategy mindspeed, keeps the default alone).
+        found[engine] = list(values) if values and default in values else [default]
     return found
 
 
@@ -538,12 +552,16 @@ def outputs() -> dict[Path, str]:
     """Every generated file and its text."""
     files: dict[Path, str] = {}
     trees = {engine: OurTree(engine) for engine in ENGINES}
-    every_release: dict[str, set[str]] = {engine: set() for engine in ENGINES}
+    # Every key some release has under some engine: a key of ours that verl has elsewhere but not in the
+    # release and engine at hand is deleted there (an engine may be shipped by fewer releases than the
+    # keys every engine shares).
+    known: set[str] = set()
     for release in frozen_releases():
         for engine in ENGINES:
             leaves = DATA / f"verl-{release}" / "composition" / f"{engine}.json"
             if leaves.is_file():
-                every_release[engine] |= set(json.loads(leaves.read_text(encoding="utf-8"))["leaves"])
+                known |= set(json.loads(leaves.read_text(encoding="utf-8"))["leaves"])
+    every_release: dict[str, set[str]] = {engine: known for engine in ENGINES}
     for release in frozen_releases():
         content = build(DATA / f"verl-{release}", trees, every_release)
         files[PACKAGE_DATA / f"{release}.json"] = dump(content)

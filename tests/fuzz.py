@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import verl_roles
 from verl_roles.layout import ENGINE_ALIASES, ENGINES
+from verl_roles.releases import engine_choice
 from verl_roles.slime.names import SLIME_KEYS
 
 # --- the real key set -------------------------------------------------------------------------------
@@ -44,7 +45,7 @@ def real_keys() -> tuple[list[str], list[str]]:
 
     keys: set[str] = set()
     for engine in ENGINES:
-        cfg = verl_roles.compose([f"model_engine={engine}"])
+        cfg = verl_roles.compose([*engine_choice(engine)])
         keys.update(_leaves(OmegaConf.to_container(cfg, resolve=True)))
     ordered = sorted(keys)
     return ordered, _sections(ordered)

@@ -11,11 +11,12 @@ from omegaconf import OmegaConf
 import verl_roles
 from verl_roles.layout import ENGINES, ROLE_GROUPS, ROLE_SECTIONS
 from verl_roles.paths import leaves
+from verl_roles.releases import engine_choice
 
 
 @pytest.mark.parametrize("engine", group_options("model_engine"))
 def test_every_model_engine_option_composes(engine):
-    cfg = verl_roles.compose([f"model_engine={engine}"])
+    cfg = verl_roles.compose([*engine_choice(engine)])
     assert cfg.model_engine == ("dp" if engine == "fsdp" else engine)
 
 
@@ -26,7 +27,7 @@ ROLE_OPTIONS = [(path.parent.name, path.stem) for path in sorted(CONF.glob("role
 @pytest.mark.parametrize(("role", "option"), ROLE_OPTIONS, ids=[f"{r}={o}" for r, o in ROLE_OPTIONS])
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_role_option_composes(role, option, engine):
-    cfg = verl_roles.compose([f"model_engine={engine}", f"role/{role}={option}"])
+    cfg = verl_roles.compose([*engine_choice(engine), f"role/{role}={option}"])
     assert cfg.model_engine == engine
     # Every value the option sets lands in its role's section (keys relative to the section).
     section = OmegaConf.select(cfg, ROLE_SECTIONS[role])
@@ -90,7 +91,7 @@ def test_megatron_carries_every_legacy_megatron_setting():
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_layered_summon_exists_for_every_engine(engine):
-    cfg = verl_roles.compose([f"model_engine={engine}"])
+    cfg = verl_roles.compose([*engine_choice(engine)])
     assert cfg.actor_rollout_ref.rollout.layered_summon is False
 
 

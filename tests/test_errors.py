@@ -12,6 +12,7 @@ import pytest
 from conftest import assert_user_error, main_in_process, run
 
 import verl_roles
+from verl_roles.layout import ROLES, TRAINED_SECTIONS
 from verl_roles.main import main
 
 # (case id, command line, phrases the message must carry)
@@ -98,12 +99,13 @@ CASES: list[tuple[str, list[str], list[str]]] = [
         ["did you mean `actor_rollout_ref.actor.optim.lr`? Write `actor_rollout_ref.actor.optim.lr=1e-06`"],
     ),
     (
-        # The issue's case as typed: no top-level optim; both roles' learning rates are offered.
+        # The issue's case as typed: no top-level optim; every trained role's learning rate is offered.
         "did-you-mean-each-roles-key",
         ["optim.learning_rate=1e-6"],
         [
-            "did you mean one of these keys? Write `actor_rollout_ref.actor.optim.lr=1e-06` or "
-            "`critic.optim.lr=1e-06`; if you mean to add a new key, write `+optim.learning_rate=1e-06`",
+            "did you mean one of these keys? Write "
+            + " or ".join(f"`{section}.optim.lr=1e-06`" for section in TRAINED_SECTIONS)
+            + "; if you mean to add a new key, write `+optim.learning_rate=1e-06`",
         ],
     ),
     (
@@ -269,7 +271,7 @@ def test_summary_leaves_out_a_critic_that_is_not_trained(tmp_path, capsys):
     code, out, err = main_in_process(["algorithm.adv_estimator=grpo"], tmp_path, capsys)
     assert code == 0, err
     rows = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
-    assert rows == ["actor", "ref", "rollout", "trainer"]
+    assert rows == [*(role.name for role in ROLES if role.name != "critic"), "trainer"]
     code, out, err = main_in_process([], tmp_path / "gae", capsys)
     assert [line.split()[0] for line in out.splitlines() if line.startswith("  ")][:2] == ["actor", "critic"]
 

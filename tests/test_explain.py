@@ -11,6 +11,7 @@ from verl_roles.api import compose_raw
 from verl_roles.cli import main as cli_main
 from verl_roles.commands import explain
 from verl_roles.layout import ENGINES
+from verl_roles.releases import engine_choice
 from verl_roles.sequence_parallel import TURNED_OFF
 
 
@@ -79,7 +80,7 @@ def test_section_interpolation_is_followed_to_the_key_inside_it():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_chain_is_exact_for_every_key(engine):
     """For every leaf, the last step wrote exactly the raw value the composed config holds."""
-    overrides = [f"model_engine={engine}", "role/critic=default"]
+    overrides = [*engine_choice(engine), "role/critic=default"]
     composed = compose_raw("ppo_trainer", overrides)
     leaves: dict[str, object] = {}
 

@@ -15,6 +15,7 @@ from conftest import CONF, assert_user_error, cli_env, main_in_process, run_in_p
 
 from verl_roles.cli import main as cli
 from verl_roles.layout import ENGINE_ALIASES, ENGINES
+from verl_roles.releases import engine_choice
 
 MEGATRON = "model_engine=megatron"
 
@@ -54,7 +55,7 @@ def test_keys_of_an_engine_show_interpolations_and_what_they_resolve_to(capsys):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_key_has_its_comment(capsys, engine):
-    lines = keys_output(capsys, f"model_engine={engine}")
+    lines = keys_output(capsys, *engine_choice(engine))
     keys = [i for i, line in enumerate(lines) if not line.startswith(" ")]
     assert len(keys) > 600
     uncommented = [lines[i] for i in keys if i + 1 >= len(lines) or not lines[i + 1].startswith("    ")]
@@ -87,24 +88,34 @@ def test_keys_mistakes(tmp_path: Path):
                       "--role: is not an option of keys")
 
 
+def role_table(lines: list[str]) -> dict[str, dict[str, str]]:
+    """``verl-roles roles`` output read by its header: key -> {role: value} (columns by name, so a role
+    added to the layout table does not move the ones a test reads)."""
+    header = lines[0].split()[1:]
+    return {line.split()[0]: dict(zip(header, line.split()[1:], strict=False)) for line in lines[1:]
+            if line and not line.startswith("(")}
+
+
 def test_roles_prints_one_table_of_the_differences(capsys):
     assert cli(["roles", MEGATRON, "critic.megatron.param_offload=true"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["key", "actor", "ref", "critic", "rollout"]
-    rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
-    assert rows["megatron.param_offload"] == ["false", "false", "true", "-"]
-    assert rows["optim.lr"] == ["1.0e-06", "-", "1.0e-05", "-"]
+    assert lines[0].split()[:5] == ["key", "actor", "critic", "ref", "rollout"]
+    rows = role_table(lines)
+    shown = ("actor", "critic", "ref", "rollout")
+    assert [rows["megatron.param_offload"][role] for role in shown] == ["false", "true", "false", "-"]
+    assert [rows["optim.lr"][role] for role in shown] == ["1.0e-06", "1.0e-05", "-", "-"]
     # Keys every role has with one value are not shown.
     assert "megatron.tensor_model_parallel_size" not in rows
 
 
 def test_roles_aligns_the_fsdp_critic_block_and_leaves_out_an_untrained_critic(capsys):
     assert cli(["roles", "critic.fsdp.param_offload=true"]) == 0
-    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[1:]}
-    assert rows["fsdp_config.param_offload"] == ["false", "false", "true", "-"]
+    rows = role_table(capsys.readouterr().out.splitlines())
+    assert [rows["fsdp_config.param_offload"][role] for role in ("actor", "critic", "ref", "rollout")] == [
+        "false", "true", "false", "-"]
     assert cli(["roles", "algorithm.adv_estimator=grpo"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["key", "actor", "ref", "rollout"]
+    assert "critic" not in lines[0].split() and lines[0].split()[:4] == ["key", "actor", "ref", "rollout"]
     assert lines[-2] == (
         "(critic left out: it is not trained, algorithm.adv_estimator=grpo trains no critic; only gae does)"
     )
@@ -207,10 +218,11 @@ def test_no_match_suggests_the_nearest_keys(args: list[str], phrases: list[str],
 def test_roles_hides_what_differs_by_construction_fits_120_columns_and_says_how_to_see_all(capsys):
     assert cli(["roles", MEGATRON, "critic.megatron.param_offload=true"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    rows = {line.split()[0]: line.split()[1:] for line in lines[1:-1]}
+    rows = role_table(lines)
     # No class names, no qat rows (the rollout's qat follows the actor's engine block).
     assert "_target_" not in rows and not any(key.startswith("qat.") for key in rows)
-    assert rows["megatron.param_offload"] == ["false", "false", "true", "-"]
+    assert [rows["megatron.param_offload"][role] for role in ("actor", "critic", "ref", "rollout")] == [
+        "false", "true", "false", "-"]
     assert lines[-1] == (
         "(3 more rows differ by construction, e.g. _target_: `verl-roles roles --all` shows every row)")
     assert all(len(line) <= 120 for line in lines)

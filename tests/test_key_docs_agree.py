@@ -25,6 +25,7 @@ from verl_roles.cmdline import CommandLine
 from verl_roles.commands.keys import key_entries
 from verl_roles.errors import ConfigError
 from verl_roles.flags import CONFIG_FLAGS
+from verl_roles.releases import engine_choice
 from verl_roles.rules.lora import LORA_TYPES
 from verl_roles.rules.tables import ENUMS
 from verl_roles.schema import declared_types, engine_strategies, verl_names
@@ -98,7 +99,7 @@ def _cases() -> list[tuple[EnumKey, str]]:
     same under several engines is checked under the first."""
     cases, seen = [], set()
     for engine in layout.ENGINES:
-        entries = key_entries(CommandLine.parse([f"model_engine={engine}"], flags=CONFIG_FLAGS))
+        entries = key_entries(CommandLine.parse([*engine_choice(engine)], flags=CONFIG_FLAGS))
         comments = {entry.key: entry.comment for entry in entries}
         for enum in enum_keys(engine, set(comments)):
             if enum.key not in comments:

@@ -9,6 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 import verl_roles
 from verl_roles import layout
+from verl_roles.releases import engine_choice
 
 
 def test_every_model_engine_option_is_an_engine_or_an_alias():
@@ -19,7 +20,7 @@ def test_every_model_engine_option_is_an_engine_or_an_alias():
 
 @pytest.mark.parametrize("row", layout.ENGINE_TABLE, ids=lambda row: row.name)
 def test_each_engine_row_names_what_its_composition_has(row: layout.Engine):
-    cfg = verl_roles.compose([f"{layout.ENGINE_KEY}={row.name}"])
+    cfg = verl_roles.compose([*engine_choice(row.name)])
     assert cfg[layout.ENGINE_KEY] == row.name
     assert isinstance(OmegaConf.select(cfg, row.baseline), DictConfig), row.baseline
     for role in layout.ROLES:

@@ -19,6 +19,7 @@ from verl_roles import main as main_module
 from verl_roles.errors import ConfigError
 from verl_roles.layout import DP, ENGINE_TABLE, ENGINES
 from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning
+from verl_roles.releases import engine_choice
 
 MODELS = ("actor_rollout_ref.model", "critic.model")
 
@@ -69,7 +70,7 @@ def test_value_translation_applies_to_every_sweep_value():
 @pytest.mark.parametrize("engine", [row.name for row in ENGINE_TABLE if row.lora_module_names is not None])
 def test_flat_lora_rank_works_under_every_engine_with_lora(engine):
     with pytest.warns(ConfigTranslationWarning):
-        cfg = verl_roles.compose([f"model_engine={engine}", "actor_rollout_ref.model.lora_rank=16"])
+        cfg = verl_roles.compose([*engine_choice(engine), "actor_rollout_ref.model.lora_rank=16"])
     assert cfg.actor_rollout_ref.model.lora.rank == 16
     assert cfg.actor_rollout_ref.model.lora_rank == 16
 
@@ -77,7 +78,7 @@ def test_flat_lora_rank_works_under_every_engine_with_lora(engine):
 @pytest.mark.parametrize("engine", [row.name for row in ENGINE_TABLE if row.lora_module_names is None])
 def test_flat_lora_rank_under_an_engine_without_lora_is_refused_like_the_block(engine):
     with pytest.warns(ConfigTranslationWarning), pytest.raises(ConfigError) as caught:
-        verl_roles.compose([f"model_engine={engine}", "actor_rollout_ref.model.lora_rank=16"])
+        verl_roles.compose([*engine_choice(engine), "actor_rollout_ref.model.lora_rank=16"])
     (problem,) = caught.value.problems
     assert problem.key == "actor_rollout_ref.model.lora.rank" and "reads no LoRA setting" in problem.render()
 
@@ -98,7 +99,7 @@ def test_critic_fsdp_config_moves_to_critic_fsdp():
 @pytest.mark.parametrize("engine", [name for name in ENGINES if name != DP.name])
 def test_critic_fsdp_config_under_another_engine_names_the_engine_it_belongs_to(engine):
     with pytest.warns(ConfigDeprecationWarning), pytest.raises(ConfigError) as caught:
-        verl_roles.compose([f"model_engine={engine}", "critic.model.fsdp_config.param_offload=true"])
+        verl_roles.compose([*engine_choice(engine), "critic.model.fsdp_config.param_offload=true"])
     text = str(caught.value)
     assert f"exists only with model_engine={DP.name}" in text and f"model_engine={engine}" in text
 
@@ -405,7 +406,7 @@ def test_unified_config_keeps_every_legacy_value(engine):
     """model_engine=ENGINE has every legacy key and value (legacy keys looked up in the table)."""
     reference = json.loads((DATA / "legacy" / REFERENCES[engine]).read_text(encoding="utf-8"))
     assert reference["model_engine"] == engine
-    got = flat(verl_roles.compose([f"model_engine={engine}"]))
+    got = flat(verl_roles.compose([*engine_choice(engine)]))
     wrong = []
     for key, value in reference["values"].items():
         if allowed(engine, key):

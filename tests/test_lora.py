@@ -11,6 +11,7 @@ import verl_roles
 from verl_roles import main as main_module
 from verl_roles.errors import ConfigError
 from verl_roles.layout import ENGINE_TABLE, ENGINES, MEGATRON_MODULE_NAMES
+from verl_roles.releases import engine_choice
 
 MODELS = ("actor_rollout_ref.model", "critic.model")
 FLAT_KEYS = ("lora_rank", "lora_alpha", "target_modules", "exclude_modules", "lora_adapter_path")
@@ -19,7 +20,7 @@ MEGATRON_MODULES = ["linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"]
 
 @pytest.fixture(scope="module")
 def engines() -> dict[str, object]:
-    return {engine: verl_roles.compose([f"model_engine={engine}"]) for engine in ENGINES}
+    return {engine: verl_roles.compose([*engine_choice(engine)]) for engine in ENGINES}
 
 
 # The block's defaults per naming family of the engine: Megatron's (the legacy megatron trainer's block),
@@ -116,7 +117,7 @@ def test_valid_lora_settings_compose(engine, overrides):
 @pytest.mark.parametrize("model", MODELS)
 def test_lora_is_refused_under_an_engine_that_reads_no_lora(engine, model):
     with pytest.raises(ConfigError) as caught:
-        verl_roles.compose([f"model_engine={engine}", f"{model}.lora.rank=8"])
+        verl_roles.compose([*engine_choice(engine), f"{model}.lora.rank=8"])
     (problem,) = caught.value.problems
     assert problem.key == f"{model}.lora.rank"
     text = problem.render()
@@ -125,7 +126,7 @@ def test_lora_is_refused_under_an_engine_that_reads_no_lora(engine, model):
     assert all(row.name in offered for row in ENGINE_TABLE if row.lora_module_names is not None)
     assert engine not in offered
     # A rank of 0 (LoRA off) is the default and composes.
-    assert verl_roles.compose([f"model_engine={engine}"]).actor_rollout_ref.model.lora_rank == 0
+    assert verl_roles.compose([*engine_choice(engine)]).actor_rollout_ref.model.lora_rank == 0
 
 
 def test_every_lora_problem_is_reported_in_one_paragraph_each(tmp_path: Path, capsys):

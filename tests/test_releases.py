@@ -229,3 +229,44 @@ def test_no_release_is_spelled_in_code_outside_the_seam():
             and id(node) not in docs and spelled.search(node.value)
         ]
     assert not found, "a release number spelled outside verl_roles/releases.py:\n" + "\n".join(found)
+
+
+def test_an_engine_the_release_does_not_ship_is_one_problem(monkeypatch: pytest.MonkeyPatch):
+    """verl drops an engine in one release and ships another only in later ones: a config for such a
+    release and engine is one problem naming the releases that ship it, not one per key of its blocks;
+    tools and tests compose the engine under such a release (:func:`releases.engine_choice`)."""
+    from verl_roles.rules import sections
+
+    older = [r for r in releases.supported() if r != DEFAULT]
+    cfg = verl_roles.compose(["model_engine=veomni"])
+    monkeypatch.setattr(releases, "ships", lambda release, engine: engine != "veomni" or release != DEFAULT)
+    monkeypatch.setattr(sections, "ships", releases.ships)
+    problems = sections.section_problems(cfg)
+    assert [p.key for p in problems] == ["model_engine"]
+    text = problems[0].render()
+    assert f"verl {DEFAULT} does not ship" in text and f"{releases.VERSION_KEY}={older[-1]}" in text
+    assert releases.release_for("veomni") == older[-1]
+    assert releases.engine_choice("veomni") == ("model_engine=veomni", releases.choice(older[-1]))
+    assert releases.engine_choice("megatron") == ("model_engine=megatron",)
+
+
+def test_the_generator_reads_the_tree_without_judging_it_by_the_data_it_replaces(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """New release data arrive by regenerating, so the tree the script reads (a role, an engine or a key new
+    in conf/) cannot be judged by the data generated before it: with a gate that knows no verl class (stale
+    data), the tree of an engine still reads, and the writing steps (sequence_parallel off at TP 1) ran."""
+    import importlib.util
+
+    from verl_roles import gate
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    path = REPO / "scripts" / "generate_verl_releases.py"
+    spec = importlib.util.spec_from_file_location("generate_verl_releases", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(gate, "surface", lambda engine, release: gate.Surface({}, {}, (), (), release))
+    tree = script.OurTree("megatron")
+    assert tree.resolved_at("actor_rollout_ref.actor.megatron.sequence_parallel") is False
+    raw = tree.raw_leaves["actor_rollout_ref.actor.megatron.sequence_parallel"]
+    assert raw == "${megatron.sequence_parallel}"

@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles import layout
+from verl_roles.releases import engine_choice
 
 MEGATRON = "model_engine=megatron"
 # Engine -> the engine blocks of actor, ref and critic (from the layout table).
@@ -63,7 +64,7 @@ def test_baseline_reaches_every_role_and_role_overrides_change_one(engine):
     shared, only_critic = BASELINE_CASES[engine]
     baseline = layout.engine(engine).baseline
     actor_block, ref_block, critic_block = ROLE_BLOCKS[engine]
-    overrides = [f"model_engine={engine}"]
+    overrides = [*engine_choice(engine)]
     overrides += [f"{baseline}.{key}={value}" for key, value in shared.items()]
     overrides += [f"{critic_block}.{key}={value}" for key, value in only_critic.items()]
     cfg = verl_roles.compose(overrides)
@@ -92,7 +93,7 @@ def test_ref_follows_actor_parallel_layout(engine):
     key = REF_FOLLOWS[engine]
     actor_block, ref_block, critic_block = ROLE_BLOCKS[engine]
     cfg = verl_roles.compose(
-        [f"model_engine={engine}", f"{actor_block}.{key}=4", "actor_critic_same_topology=false"]
+        [*engine_choice(engine), f"{actor_block}.{key}=4", "actor_critic_same_topology=false"]
     )
     assert OmegaConf.select(cfg, f"{ref_block}.{key}") == 4
     baseline = layout.engine(engine).baseline
@@ -146,14 +147,14 @@ def test_user_option_changes_only_the_keys_it_sets(engine: str, tmp_path: Path, 
     block = layout.engine(engine).block("critic")
     confdir = tmp_path / "myconf"
     write_option(confdir, "critic", "offload", f"# @package critic\n{block}:\n  param_offload: true\n")
-    args = ["--config-dir", str(confdir), f"model_engine={engine}", "role/critic=offload"]
+    args = ["--config-dir", str(confdir), *engine_choice(engine), "role/critic=offload"]
     code, _, err = main_in_process(args, tmp_path, capsys)
     assert code == 0, err
     critic = OmegaConf.load(tmp_path / "out/roles/critic.yaml")
     assert critic[block].param_offload is True
     # The stock critic learning rate stays: the option did not set it.
     assert critic.optim.lr == 1e-05
-    expected = verl_roles.compose([f"model_engine={engine}", f"critic.{block}.param_offload=true"])
+    expected = verl_roles.compose([*engine_choice(engine), f"critic.{block}.param_offload=true"])
     assert OmegaConf.load(tmp_path / "out/resolved.yaml") == expected
 
 
@@ -265,7 +266,7 @@ def test_topology_rule_passes(overrides, actor, critic):
 )
 def test_topology_setting_has_no_effect_where_each_role_builds_its_own_mesh(engine, key):
     assert not layout.engine(engine).topology
-    cfg = verl_roles.compose([f"model_engine={engine}", f"{ROLE_BLOCKS[engine][2]}.{key}=2"])
+    cfg = verl_roles.compose([*engine_choice(engine), f"{ROLE_BLOCKS[engine][2]}.{key}=2"])
     assert cfg.actor_critic_same_topology is True
     assert OmegaConf.select(cfg, f"{ROLE_BLOCKS[engine][2]}.{key}") == 2
 

@@ -37,6 +37,22 @@ def test_every_command_module_declares_the_command_named_after_it():
         assert declared.name == name and declared.summary and declared.action
 
 
+def test_every_module_that_declares_a_command_of_verl_roles_is_listed():
+    """A command module the list in cli.py misses would be a command nobody can run: each module under
+    verl_roles/commands whose ``COMMAND`` is a command of verl-roles (no program of its own) is listed."""
+    import importlib
+    import pkgutil
+
+    import verl_roles.commands as package
+
+    declaring = set()
+    for info in pkgutil.iter_modules(package.__path__):
+        declared = getattr(importlib.import_module(f"{package.__name__}.{info.name}"), "COMMAND", None)
+        if isinstance(declared, shell.Command) and not declared.program:
+            declaring.add(info.name)
+    assert declaring == set(COMMAND_MODULES)
+
+
 def test_the_global_help_is_the_table_of_the_declarations(tmp_path: Path):
     result = cli_run(["--help"], tmp_path)
     assert result.returncode == 0, result.stderr

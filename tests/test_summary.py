@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles import layout
+from verl_roles.releases import engine_choice
 from verl_roles.summary import summarize
 
 
@@ -32,13 +33,13 @@ def test_each_role_line_shows_its_engine_blocks_summary_fields(engine: str):
     # baseline changes the first summary field for every role.
     first = row.summary[0][1]
     cfg = verl_roles.compose([
-        f"model_engine={engine}",
+        *engine_choice(engine),
         f"{layout.CRITIC}.{row.block('critic')}.param_offload=true",
         f"{row.baseline}.{first}=2",
     ])
     text = summarize(cfg)
     assert f"model_engine={engine}," in text.splitlines()[0]
-    for role in ("actor", "critic", "ref"):
+    for role in (role.name for role in layout.ROLES if role.engine_block):
         block = OmegaConf.select(cfg, f"{layout.ROLE_SECTIONS[role]}.{row.block(role)}")
         line = role_line(text, role)
         assert f"{row.summary[0][0]}=2" in line, line
@@ -48,7 +49,7 @@ def test_each_role_line_shows_its_engine_blocks_summary_fields(engine: str):
 
 @pytest.mark.parametrize("engine", layout.ENGINES)
 def test_main_job_prints_the_summary_of_what_it_wrote(engine: str, tmp_path: Path, capsys):
-    code, out, err = main_in_process([f"model_engine={engine}"], tmp_path, capsys)
+    code, out, err = main_in_process([*engine_choice(engine)], tmp_path, capsys)
     assert code == 0, err
     written = OmegaConf.load(tmp_path / "out" / "resolved.yaml")
     assert summarize(written) in out

@@ -48,12 +48,15 @@ class Engine:
     an unset one of them means. ``lora_module_names``: the naming family of LoRA target modules, None
     for an engine that reads no LoRA setting.
     ``baseline_file`` / ``optimizer_file``: the config files holding the engine's and its optimizer's
-    defaults (what slime's per-role values are compared with).
+    defaults (what slime's per-role values are compared with). ``title``: how prose names the engine
+    (snapshot headers). ``mcore``: the role blocks are verl's ``McoreEngineConfig`` (or a subclass):
+    Megatron-Core settings, and ``sequence_parallel`` off at tensor parallel size 1.
     """
 
     name: str
     baseline: str
     role_block: str
+    title: str = ""
     blocks: Mapping[str, str] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     summary: tuple[tuple[str, str], ...] = ()
@@ -64,6 +67,7 @@ class Engine:
     lora_module_names: str | None = HF_MODULE_NAMES
     baseline_file: str = ""
     optimizer_file: str = ""
+    mcore: bool = False
 
     def block(self, role: str) -> str:
         """The name of ``role``'s engine block inside the role's section."""
@@ -85,6 +89,7 @@ DP = Engine(
     name="dp",
     baseline="fsdp",
     role_block="fsdp_config",
+    title="FSDP",
     blocks={"critic": "fsdp"},
     aliases=("fsdp",),
     summary=(
@@ -102,6 +107,7 @@ MEGATRON = Engine(
     name="megatron",
     baseline="megatron",
     role_block="megatron",
+    title="Megatron",
     summary=(
         ("TP", "tensor_model_parallel_size"),
         ("PP", "pipeline_model_parallel_size"),
@@ -128,6 +134,7 @@ MEGATRON = Engine(
     # Megatron uses the tensor parallel size inside experts when this is unset.
     unset_follows={"expert_tensor_parallel_size": "tensor_model_parallel_size"},
     lora_module_names=MEGATRON_MODULE_NAMES,
+    mcore=True,
     baseline_file="engine/megatron.yaml",
     optimizer_file="optim/megatron.yaml",
 )
@@ -136,6 +143,7 @@ TORCHTITAN = Engine(
     name="torchtitan",
     baseline="torchtitan",
     role_block="torchtitan",
+    title="TorchTitan",
     summary=(
         ("TP", "tensor_parallel_size"),
         ("PP", "pipeline_parallel_size"),
@@ -162,6 +170,7 @@ VEOMNI = Engine(
     name="veomni",
     baseline="veomni",
     role_block="veomni",
+    title="VeOmni",
     summary=(
         ("fsdp_size", "fsdp_size"),
         ("ulysses_sp", "ulysses_parallel_size"),
@@ -198,7 +207,9 @@ class Role:
     """A role: its section, its config group of per-role options, the model it trains, whether it has
     an engine block (the rollout engine has its own settings instead), whether it is trained (PPO
     updates: an optimizer, mini and micro batches), and whether slime's per-role files may name it
-    (slime has per-role Megatron settings for the roles it trains with Megatron: actor and critic)."""
+    (slime has per-role Megatron settings for the roles it trains with Megatron: actor and critic).
+    ``summary``: (label, key in the section) printed for a role without an engine block (a role with
+    one prints its engine's summary fields)."""
 
     name: str
     section: str
@@ -207,6 +218,7 @@ class Role:
     engine_block: bool = True
     trained: bool = False
     slime: bool = False
+    summary: tuple[tuple[str, str], ...] = ()
 
 
 # Every role, in the order the per-role files of a run are written.
@@ -215,7 +227,9 @@ ROLES: tuple[Role, ...] = (
          trained=True, slime=True),
     Role("critic", "critic", group="role/critic", model="critic.model", trained=True, slime=True),
     Role("ref", "actor_rollout_ref.ref"),
-    Role("rollout", "actor_rollout_ref.rollout", engine_block=False),
+    Role("rollout", "actor_rollout_ref.rollout", engine_block=False,
+         summary=(("name", "name"), ("TP", "tensor_model_parallel_size"), ("n", "n"),
+                  ("gpu_memory_utilization", "gpu_memory_utilization"))),
 )
 ROLES_BY_NAME: dict[str, Role] = {role.name: role for role in ROLES}
 

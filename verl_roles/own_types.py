@@ -16,15 +16,17 @@ below ``<path>``.
 from __future__ import annotations
 
 from verl_roles import releases
+from verl_roles.layout import ACTOR, DP, ENGINE_TABLE, MODEL_SECTIONS, ROLES, TORCHTITAN, TRAINED_SECTIONS
+
+# The engine blocks of every role that has one, per engine: (engine row, key path of the block).
+_ROLE_BLOCKS = tuple((row, f"{role.section}.{row.block(role.name)}")
+                     for row in ENGINE_TABLE for role in ROLES if role.engine_block)
 
 # (a) Our own keys: they exist in verl_roles only.
 OUR_KEYS: dict[str, str] = {
     # The common engine baselines every role block follows leaf by leaf (engine/<engine>.yaml): typed as
     # the actor's block they feed.
-    "megatron": "=actor_rollout_ref.actor.megatron",
-    "fsdp": "=actor_rollout_ref.actor.fsdp_config",
-    "torchtitan": "=actor_rollout_ref.actor.torchtitan",
-    "veomni": "=actor_rollout_ref.actor.veomni",
+    **{row.baseline: f"={ACTOR}.{row.block('actor')}" for row in ENGINE_TABLE},
     "megatron_config_path": "str | None",
     # The verl release the config is written for (the verl_version group records its option here).
     releases.VERSION_KEY: "Literal[" + ", ".join(f'"{r}"' for r in releases.supported()) + "]",
@@ -34,7 +36,7 @@ OUR_KEYS: dict[str, str] = {
     # PEFT takes a module name, a regex or a list for target/exclude modules (and null for none).
     **{
         f"{model}.lora.{key}": text
-        for model in ("actor_rollout_ref.model", "critic.model")
+        for model in MODEL_SECTIONS
         for key, text in {
             "type": "str",
             "merge": "bool",
@@ -60,7 +62,7 @@ OUR_KEYS: dict[str, str] = {
     "actor_rollout_ref.rollout.layer_name_map.gate_proj_layer_name": "str",
     **{
         f"{model}.override_config.{key}": text
-        for model in ("actor_rollout_ref.model", "critic.model")
+        for model in MODEL_SECTIONS
         for key, text in {"model_config": "dict", "moe_config.freeze_moe_router": "bool"}.items()
     },
 }
@@ -200,7 +202,7 @@ UNTYPED_BY_VERL: dict[str, str] = {
     # AlgoConfig.pf_ppo, RolloutConfig.engine_kwargs, FSDPEngineConfig.wrap_policy): what reads them.
     **{
         f"{model}.{key}": text
-        for model in ("actor_rollout_ref.model", "critic.model")
+        for model in MODEL_SECTIONS
         for key, text in {
             "tiled_mlp.enabled": "bool",
             "tiled_mlp.num_shards": "int",
@@ -213,16 +215,13 @@ UNTYPED_BY_VERL: dict[str, str] = {
     "actor_rollout_ref.rollout.engine_kwargs.vllm": "dict",
     "actor_rollout_ref.rollout.engine_kwargs.sglang": "dict",
     "actor_rollout_ref.rollout.engine_kwargs.trtllm": "dict",
-    "actor_rollout_ref.actor.fsdp_config.wrap_policy.min_num_params": "int",
-    "actor_rollout_ref.ref.fsdp_config.wrap_policy.min_num_params": "int",
-    "critic.fsdp.wrap_policy.min_num_params": "int",
-    # TorchtitanEngineConfig.wrap_policy, read as FSDP's is.
-    "actor_rollout_ref.actor.torchtitan.wrap_policy.min_num_params": "int",
-    "actor_rollout_ref.ref.torchtitan.wrap_policy.min_num_params": "int",
-    "critic.torchtitan.wrap_policy.min_num_params": "int",
+    # FSDPEngineConfig.wrap_policy, and TorchtitanEngineConfig's, read as FSDP's is.
+    **{f"{block}.wrap_policy.min_num_params": "int"
+       for row, block in _ROLE_BLOCKS if row in (DP, TORCHTITAN)},
+    # The Megatron-Core blocks of the trained roles (the reference's follows the actor's as a whole).
     **{
-        f"{role}.megatron.override_transformer_config.{key}": text
-        for role in ("actor_rollout_ref.actor", "critic")
+        f"{block}.override_transformer_config.{key}": text
+        for row, block in _ROLE_BLOCKS if row.mcore and block.rpartition(".")[0] in TRAINED_SECTIONS
         for key, text in _TRANSFORMER_OVERRIDES.items()
     },
     # verl's legacy top-level reward sections (all null): a value set there is moved to its

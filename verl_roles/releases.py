@@ -64,6 +64,25 @@ def surface(release: str) -> frozenset[str]:
     return frozenset(leaves) | sections
 
 
+def ships(release: str, engine: str) -> bool:
+    """Whether ``release`` ships the engine ``engine`` of our ``model_engine`` group."""
+    return is_supported(release) and engine in reference(release).get("engines", ())
+
+
+def release_for(engine: str) -> str:
+    """The release a config for ``engine`` is written for when none is chosen in a tool or a test: the
+    default one, unless it does not ship ``engine`` (then the newest supported release that does)."""
+    shipping = [r for r in supported() if ships(r, engine)]
+    return DEFAULT_RELEASE if DEFAULT_RELEASE in shipping or not shipping else shipping[-1]
+
+
+def engine_choice(engine: str) -> tuple[str, ...]:
+    """The overrides that compose ``engine`` under :func:`release_for` it (no release override for the
+    default release)."""
+    release = release_for(engine)
+    return (f"model_engine={engine}", *(() if release == DEFAULT_RELEASE else (choice(release),)))
+
+
 def with_engine(engine: str) -> tuple[str, ...]:
     """The supported releases that ship the verl engine ``engine`` (an option of verl's model_engine)."""
     return tuple(r for r in supported() if engine in reference(r).get("verl_engines", ()))

@@ -1,10 +1,11 @@
 """The roles side by side: every key two or more roles share whose value differs between them.
 
-Actor, reference and critic (and the rollout, for the keys it shares with them) are compared leaf by
-leaf on the resolved config, each key relative to its role's section (``optim.lr`` is
-``actor_rollout_ref.actor.optim.lr`` for the actor and ``critic.optim.lr`` for the critic). A key only
-one role has is not a difference; a key the same in every role that has it is not shown. A critic the
-algorithm does not train is left out.
+The roles of the layout table (actor, critic, reference, and the rollout for the keys it shares with
+them) are compared leaf by leaf on the resolved config, each key relative to its role's section
+(``optim.lr`` is ``actor_rollout_ref.actor.optim.lr`` for the actor and ``critic.optim.lr`` for the
+critic). A key only one role has is not a difference; a key the same in every role that has it is not
+shown. A trained role the config does not train (the critic, when the algorithm trains none) is left
+out.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles.layout import ENGINE_KEY, ROLE_SECTIONS, engine
+from verl_roles.layout import ENGINE_KEY, ROLE_SECTIONS, ROLES, engine
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
-from verl_roles.rules.values import critic_in_use
+from verl_roles.rules.values import shown_roles
 from verl_roles.text_table import render_rows
 
-# Columns, in the order shown.
-ROLE_COLUMNS: tuple[str, ...] = ("actor", "ref", "critic", "rollout")
+# Columns, in the order shown: the layout table's.
+ROLE_COLUMNS: tuple[str, ...] = tuple(role.name for role in ROLES)
 
 MISSING = "-"
 # The widest the table is printed (its value columns wrap to fit).
@@ -48,8 +49,8 @@ def _leaves(node: object, prefix: str = "") -> dict[str, object]:
 
 
 def compared_roles(cfg: DictConfig) -> list[str]:
-    """The roles shown for ``cfg``: every column but a critic that is not trained."""
-    return [role for role in ROLE_COLUMNS if role != "critic" or critic_in_use(cfg)]
+    """The roles shown for ``cfg``: every column but a trained role the config does not train."""
+    return [role.name for role in shown_roles(cfg)]
 
 
 def _following(raw: object, own: str, prefix: str = "") -> list[tuple[str, str]]:

@@ -33,7 +33,7 @@ from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, TOPOLOGY_SETTING, engine
 from verl_roles.notices import warn
 from verl_roles.releases import release_of
-from verl_roles.rules.values import critic_in_use
+from verl_roles.rules.values import critic_in_use, critic_off_reason
 from verl_roles.slime.names import RESOURCE_KEYS, SLIME_PATH_KEY
 from verl_roles.slime.read import RoleEntry, read_slime_file, role_assignments
 
@@ -264,14 +264,6 @@ def _apply_slime(
             paths.assign(cfg, target, value)
         values.append(SlimeValue(entry.label(path), name, target, value, applied=covering is None))
     return tuple(values)
-
-
-def critic_off_reason(cfg: DictConfig) -> str:
-    """Why no critic is trained (for a config where :func:`critic_in_use` is false)."""
-    enable = cfg.critic.get("enable")
-    if enable is not None:
-        return f"critic.enable={enable}"
-    return f"algorithm.adv_estimator={cfg.algorithm.adv_estimator} trains no critic; only gae does"
 
 
 def _ignored_critic_overrides(

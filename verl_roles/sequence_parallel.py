@@ -23,7 +23,7 @@ from typing import ClassVar
 from omegaconf import DictConfig, OmegaConf, read_write
 
 from verl_roles.cmdline import CommandLine
-from verl_roles.layout import ENGINE_KEY, MEGATRON, ROLES, engine
+from verl_roles.layout import ENGINE_KEY, ROLES, engine
 from verl_roles.notices import warn
 from verl_roles.rules.runner import source_of
 
@@ -52,10 +52,12 @@ class SequenceParallelReport:
 
 
 def megatron_role_blocks(cfg: DictConfig) -> list[str]:
-    """The key paths of the Megatron role blocks of ``cfg`` (none under another engine)."""
-    if engine(cfg.get(ENGINE_KEY)) is not MEGATRON:
+    """The key paths of the Megatron-Core role blocks of ``cfg`` (none under an engine whose layout row
+    is not ``mcore``)."""
+    chosen = engine(cfg.get(ENGINE_KEY))
+    if not chosen.mcore:
         return []
-    return [f"{role.section}.{MEGATRON.block(role.name)}" for role in ROLES if role.engine_block]
+    return [f"{role.section}.{chosen.block(role.name)}" for role in ROLES if role.engine_block]
 
 
 def write_effective_sequence_parallel(
@@ -69,7 +71,8 @@ def write_effective_sequence_parallel(
     """
     turned_off = []
     role_blocks = megatron_role_blocks(resolved)
-    for block_key in [MEGATRON.baseline, *role_blocks] if role_blocks else []:
+    baseline = engine(resolved.get(ENGINE_KEY)).baseline
+    for block_key in [baseline, *role_blocks] if role_blocks else []:
         block = OmegaConf.select(resolved, block_key, default=None)
         if not isinstance(block, DictConfig) or block.get(SEQUENCE_PARALLEL) is not True:
             continue

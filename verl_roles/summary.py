@@ -4,18 +4,11 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles.layout import (
-    ACTOR,
-    CRITIC,
-    ENGINE_KEY,
-    LORA_BLOCK,
-    REF,
-    ROLES_BY_NAME,
-    ROLLOUT,
-    Engine,
-    engine,
-)
-from verl_roles.rules.values import critic_in_use
+from verl_roles.layout import ENGINE_KEY, LORA_BLOCK, Engine, Role, engine
+from verl_roles.rules.values import shown_roles
+
+# The width of the name column of the summary's lines.
+NAME_WIDTH = 8
 
 
 def _fmt(value: object) -> str:
@@ -28,7 +21,7 @@ def _fmt(value: object) -> str:
 
 def _parallel(cfg: DictConfig, role: str, section: str, chosen: Engine) -> str:
     """The engine's summary fields of ``role``'s engine block."""
-    block = OmegaConf.select(cfg, f"{section}.{chosen.block(role)}")
+    block = OmegaConf.select(cfg, f"{section}.{chosen.block(role)}", default=None)
     if block is None:
         return ""
     return " ".join(f"{label}={_fmt(block.get(key))}" for label, key in chosen.summary)
@@ -41,38 +34,34 @@ def _lora(model: DictConfig | None) -> str:
     return f"LoRA rank={lora.rank} alpha={lora.alpha} type={lora.type}"
 
 
+def _role_line(cfg: DictConfig, role: Role, chosen: Engine) -> str:
+    """A role's line, from its layout row: a trained role's engine fields, learning rate, batch sizes and
+    LoRA; another role with an engine block its engine fields and log-prob micro batch; a role without
+    one its own summary fields."""
+    section = OmegaConf.select(cfg, role.section)
+    if not role.engine_block:
+        fields = " ".join(f"{label}={_fmt(section.get(key))}" for label, key in role.summary)
+        return f"  {role.name.ljust(NAME_WIDTH - 1)} {fields}"
+    head = f"  {role.name.ljust(NAME_WIDTH - 1)} {_parallel(cfg, role.name, role.section, chosen)} | "
+    if not role.trained:
+        return f"{head}log_prob_micro_batch/gpu={_fmt(section.get('log_prob_micro_batch_size_per_gpu'))}"
+    model = OmegaConf.select(cfg, role.model, default=None) if role.model else None
+    return (
+        f"{head}lr={_fmt(OmegaConf.select(section, 'optim.lr', default=None))} "
+        f"mini_batch={_fmt(section.get('ppo_mini_batch_size'))} "
+        f"micro_batch/gpu={_fmt(section.get('ppo_micro_batch_size_per_gpu'))} | {_lora(model)}"
+    )
+
+
 def summarize(cfg: DictConfig) -> str:
-    """One line per role that runs: engine, parallel sizes, learning rate, batch sizes and LoRA (no
-    critic line when the algorithm trains no critic)."""
+    """One line per role the summary shows (from the layout table; no line for a trained role the config
+    does not train, e.g. the critic when the algorithm trains none), then the trainer's."""
     chosen = engine(cfg[ENGINE_KEY])
-    actor = OmegaConf.select(cfg, ACTOR)
-    critic = OmegaConf.select(cfg, CRITIC)
-    rollout = OmegaConf.select(cfg, ROLLOUT)
     lines = [f"verl_roles: {ENGINE_KEY}={chosen.name}, adv_estimator={cfg.algorithm.adv_estimator}"]
+    lines += [_role_line(cfg, role, chosen) for role in shown_roles(cfg)]
     lines.append(
-        f"  actor   {_parallel(cfg, 'actor', ACTOR, chosen)} | lr={_fmt(actor.optim.lr)} "
-        f"mini_batch={_fmt(actor.ppo_mini_batch_size)} "
-        f"micro_batch/gpu={_fmt(actor.ppo_micro_batch_size_per_gpu)} | "
-        f"{_lora(OmegaConf.select(cfg, ROLES_BY_NAME['actor'].model))}"
-    )
-    if critic_in_use(cfg):
-        # A critic the algorithm does not train gets no row: its settings have no effect.
-        lines.append(
-            f"  critic  {_parallel(cfg, 'critic', CRITIC, chosen)} | lr={_fmt(critic.optim.lr)} "
-            f"mini_batch={_fmt(critic.ppo_mini_batch_size)} "
-            f"micro_batch/gpu={_fmt(critic.ppo_micro_batch_size_per_gpu)} | "
-            f"{_lora(OmegaConf.select(cfg, ROLES_BY_NAME['critic'].model))}"
-        )
-    lines.append(
-        f"  ref     {_parallel(cfg, 'ref', REF, chosen)} | "
-        f"log_prob_micro_batch/gpu={_fmt(OmegaConf.select(cfg, REF).log_prob_micro_batch_size_per_gpu)}"
-    )
-    lines.append(
-        f"  rollout name={_fmt(rollout.name)} TP={_fmt(rollout.tensor_model_parallel_size)} "
-        f"n={_fmt(rollout.n)} gpu_memory_utilization={_fmt(rollout.gpu_memory_utilization)}"
-    )
-    lines.append(
-        f"  trainer nnodes={_fmt(cfg.trainer.nnodes)} n_gpus_per_node={_fmt(cfg.trainer.n_gpus_per_node)} "
+        f"  {'trainer'.ljust(NAME_WIDTH - 1)} nnodes={_fmt(cfg.trainer.nnodes)} "
+        f"n_gpus_per_node={_fmt(cfg.trainer.n_gpus_per_node)} "
         f"train_batch_size={_fmt(cfg.data.train_batch_size)}"
     )
     return "\n".join(lines)

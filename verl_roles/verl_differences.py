@@ -11,7 +11,14 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from verl_roles.layout import ENGINE_TABLE, ENGINES, HF_MODULE_NAMES, MEGATRON_MODULE_NAMES, MODEL_SECTIONS
+from verl_roles.layout import (
+    ENGINE_TABLE,
+    ENGINES,
+    HF_MODULE_NAMES,
+    MEGATRON_MODULE_NAMES,
+    MODEL_SECTIONS,
+    ROLES,
+)
 
 ALL = ENGINES
 # Engines by how verl reads LoRA (the layout table's LoRA naming family): the FSDP engine and VeOmni, built
@@ -93,11 +100,12 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     *(
         Difference(
-            f"{section}.megatron.sequence_parallel", ("megatron",),
+            f"{role.section}.{row.block(role.name)}.sequence_parallel", (row.name,),
             "written as verl uses it: its McoreEngineConfig turns sequence_parallel off at "
             "tensor_model_parallel_size 1 (verl's default), while its YAML shows true",
         )
-        for section in ("actor_rollout_ref.actor", "actor_rollout_ref.ref", "critic")
+        for row in ENGINE_TABLE if row.mcore
+        for role in ROLES if role.engine_block
     ),
     *_per_model(
         "override_config", ("megatron",),

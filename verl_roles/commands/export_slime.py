@@ -37,7 +37,7 @@ from verl_roles.layout import (
 )
 from verl_roles.notices import warn
 from verl_roles.role_table import cell
-from verl_roles.rules.values import critic_in_use
+from verl_roles.rules.values import role_runs
 from verl_roles.slime.export import carried_by_a_file, role_differences, to_slime_yaml, verl_only_keys
 from verl_roles.slime.names import SLIME_PATH_KEY
 from verl_roles.write_protocol import signals_raise, write_user_file
@@ -134,7 +134,7 @@ def export_slime(command: CommandLine, strict: bool = False) -> str:
                 )
             ]
         )
-    roles = [role for role in SLIME_ROLES if role != "critic" or critic_in_use(cfg)]
+    roles = [role for role in SLIME_ROLES if role_runs(cfg, role)]
     differences = role_differences(cfg, roles)
     body = to_slime_yaml(differences)
     baseline = baseline_command(command)

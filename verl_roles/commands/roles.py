@@ -1,7 +1,7 @@
 """``verl-roles roles [overrides...]``: the roles side by side, one row per key whose value differs.
 
 The config is the one the main job runs with (:func:`verl_roles.compose`); the rows are
-:func:`verl_roles.role_table.role_rows`. A critic the algorithm does not train is left out, and the
+:func:`verl_roles.role_table.role_rows`. A trained role the config does not train is left out, and the
 table says so.
 """
 
@@ -15,7 +15,7 @@ from verl_roles.flags import CONFIG_FLAGS, FlagSpec
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.releases import release_of
 from verl_roles.role_table import ROLE_COLUMNS, TABLE_WIDTH, compared_roles, render_table, role_rows
-from verl_roles.roles import critic_off_reason
+from verl_roles.rules.values import why_not
 
 
 def engine_name(cfg) -> str:
@@ -32,15 +32,16 @@ def _print_table(invocation: Invocation) -> None:
 
 COMMAND = Command(
     name="roles",
-    summary="one table of the keys whose values differ between actor, ref, critic and rollout",
+    summary=f"one table of the keys whose values differ between the roles ({', '.join(ROLE_COLUMNS)})",
     action=_print_table,
     flags=(*CONFIG_FLAGS, ALL),
-    about="""\
+    about=f"""\
 Compose the config the main job would run with and print one table of the keys whose values differ
-between the roles: actor, ref, critic, and the rollout for the keys it shares with them. Keys are
-relative to each role's section (optim.lr is actor_rollout_ref.actor.optim.lr for the actor and
-critic.optim.lr for the critic); `-` marks a role without that key. A key only one role has, or with
-the same value in every role, is not shown. A critic the algorithm does not train is left out. Also
+between the roles ({', '.join(ROLE_COLUMNS)}; a role without an engine block only for the keys it
+shares with the others). Keys are relative to each role's section (optim.lr is
+actor_rollout_ref.actor.optim.lr for the actor and critic.optim.lr for the critic); `-` marks a role
+without that key. A key only one role has, or with the same value in every role, is not shown. A
+trained role the config does not train (the critic, when the algorithm trains none) is left out. Also
 left out, unless --all: verl's `_target_` class names (each role is its own class) and keys that follow
 another role's key by interpolation (the rollout's qat settings are the actor's), which differ by
 construction. The table fits 120 columns; long values wrap.""",
@@ -57,9 +58,9 @@ def side_by_side(command: CommandLine, everything: bool = False) -> str:
     rows = role_rows(cfg, roles, stock, everything)
     width = None if everything else TABLE_WIDTH
     lines = [render_table(rows, roles, width) if rows else "no key differs between the roles"]
-    left_out = [role for role in ROLE_COLUMNS if role not in roles]
-    if left_out:
-        lines.append(f"(critic left out: it is not trained, {critic_off_reason(cfg)})")
+    for role in ROLE_COLUMNS:
+        if role not in roles:
+            lines.append(f"({role} left out: it is not trained, {why_not(cfg, role)})")
     if not everything:
         hidden = len(role_rows(cfg, roles)) - len(rows)
         if hidden:

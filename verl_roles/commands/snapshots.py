@@ -25,7 +25,7 @@ from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, counted
 from verl_roles.flags import REQUIRED, FlagSpec
-from verl_roles.layout import PRIMARY_CONFIG
+from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, ENGINE_TABLE, PRIMARY_CONFIG
 from verl_roles.legacy import LEGACY_CONFIG_NAMES
 from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning
 from verl_roles.run_files import to_yaml
@@ -73,21 +73,17 @@ VARIANTS: tuple[Variant, ...] = (
         about="the default config (model_engine=dp, FSDP for every role)",
         composition=Composition(),
     ),
-    Variant(
-        filename="_generated_ppo_megatron_trainer.yaml",
-        about="the Megatron engine for every role",
-        composition=Composition(("model_engine=megatron",)),
-        same_as=(Composition(config_name="ppo_megatron_trainer"),),
-    ),
-    Variant(
-        filename="_generated_ppo_torchtitan_trainer.yaml",
-        about="the TorchTitan engine for every role",
-        composition=Composition(("model_engine=torchtitan",)),
-    ),
-    Variant(
-        filename="_generated_ppo_veomni_trainer.yaml",
-        about="the VeOmni engine for every role",
-        composition=Composition(("model_engine=veomni",)),
+    # Every other engine of the layout table, for every role (under the release that ships it); a
+    # deprecated config name that means the engine must compose to the same config.
+    *(
+        Variant(
+            filename=f"_generated_ppo_{row.name}_trainer.yaml",
+            about=f"the {row.title} engine for every role",
+            composition=Composition(releases.engine_choice(row.name)),
+            same_as=tuple(Composition(config_name=name) for name, overrides in LEGACY_CONFIG_NAMES.items()
+                          if overrides == [f"{ENGINE_KEY}={row.name}"]),
+        )
+        for row in ENGINE_TABLE if row.name != DEFAULT_ENGINE
     ),
     Variant(
         filename="_generated_ppo_megatron_tp2_role_overrides.yaml",

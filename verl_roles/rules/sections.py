@@ -1,4 +1,5 @@
-"""What stops the steps before they start: a section removed or replaced by a value."""
+"""What stops the steps before they start: an engine the chosen verl release does not ship, a section
+removed or replaced by a value."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from verl_roles.layout import (
     ROLES,
     engine,
 )
+from verl_roles.releases import VERSION_KEY, release_of, ships, supported
 from verl_roles.rules.values import UNSET, get
 
 # The sections the steps and the rules walk under every engine.
@@ -32,10 +34,29 @@ def sections_read(cfg: DictConfig) -> tuple[str, ...]:
     return (*SECTIONS, chosen.baseline, *blocks, *optims)
 
 
+def engine_problems(cfg: DictConfig) -> list[Problem]:
+    """The engine of ``cfg``, when the verl release it is written for does not ship it (verl dropped it,
+    or added it later): one problem naming the releases that do, instead of one for each of its keys."""
+    release, chosen = release_of(cfg), engine(cfg.get(ENGINE_KEY)).name
+    if release not in supported() or ships(release, chosen):
+        return []
+    shipping = [r for r in supported() if ships(r, chosen)]
+    return [Problem(
+        key=ENGINE_KEY,
+        message=f"is {chosen}, an engine verl {release} does not ship"
+        + (f" (verl {', '.join(shipping)} {'does' if len(shipping) == 1 else 'do'})" if shipping else ""),
+        fix=f"write the config for a release that ships it ({VERSION_KEY}={shipping[-1]}), or pick another "
+        f"{ENGINE_KEY}" if shipping else f"pick another {ENGINE_KEY}",
+    )]
+
+
 def section_problems(cfg: DictConfig) -> list[Problem]:
-    """A section removed (``~actor_rollout_ref``) or replaced by a value (``actor_rollout_ref.actor=3``):
-    one problem at the outermost such section. Checked before any step, which all read sections."""
-    problems: list[Problem] = []
+    """An engine the release does not ship (:func:`engine_problems`), else a section removed
+    (``~actor_rollout_ref``) or replaced by a value (``actor_rollout_ref.actor=3``): one problem at the
+    outermost such section. Checked before any step, which all read sections."""
+    problems: list[Problem] = engine_problems(cfg)
+    if problems:
+        return problems
     for key in sections_read(cfg):
         if any(key.startswith(f"{problem.key}.") for problem in problems):
             continue

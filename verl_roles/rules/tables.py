@@ -17,9 +17,18 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import releases
 from verl_roles.errors import Problem, did_you_mean
-from verl_roles.layout import ACTOR, CRITIC, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT, TRAINED_SECTIONS
+from verl_roles.layout import ACTOR, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT, TRAINED_SECTIONS
 from verl_roles.releases import release_of
-from verl_roles.rules.values import UNSET, critic_in_use, engine_of, get, kl_in_reward, kl_loss, number
+from verl_roles.rules.values import (
+    UNSET,
+    engine_of,
+    get,
+    kl_in_reward,
+    kl_loss,
+    number,
+    role_runs,
+    trained_role_rows,
+)
 from verl_roles.schema import converted_sections, verl_names
 from verl_roles.suggest import LOOSE, near_names
 
@@ -36,12 +45,13 @@ ROLLOUT_MODES = "rollout_mode"
 KL_ESTIMATORS = ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3")
 # verl/workers/config/actor.py RouterReplayConfig.__post_init__ raises for any other mode.
 ROUTER_REPLAY_MODES = ("disabled", "R2", "R3")
-ROUTER_REPLAY_KEYS = tuple(
-    f"{role}.{block}router_replay.mode"
-    for role in (ACTOR, REF, CRITIC)
-    for block in ("", "megatron.", "veomni.")
-    if not (role == CRITIC and block == "")
-)
+# Every place a role may carry one (its section, and its block under each engine of the layout table); a
+# key the chosen engine's config does not have is not checked.
+ROUTER_REPLAY_KEYS = tuple(dict.fromkeys(
+    f"{role.section}.{block}router_replay.mode"
+    for role in ROLES if role.engine_block
+    for block in ("", *(f"{row.block(role.name)}." for row in ENGINE_TABLE))
+))
 
 
 @dataclass(frozen=True)
@@ -60,8 +70,9 @@ class KnownSet:
 
 
 ENUMS: tuple[KnownSet, ...] = (
-    KnownSet(f"{ACTOR}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode"),
-    KnownSet(f"{CRITIC}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode", critic_in_use),
+    # Each trained role's loss aggregation, when the role is trained.
+    *(KnownSet(f"{role.section}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode",
+               lambda cfg, name=role.name: role_runs(cfg, name)) for role in ROLES if role.trained),
     KnownSet(f"{ROLLOUT}.name", ROLLOUT_NAMES, "a rollout engine verl {release} has"),
     KnownSet(f"{ROLLOUT}.mode", ROLLOUT_MODES, "a rollout mode verl {release} has"),
     KnownSet("algorithm.kl_penalty", KL_ESTIMATORS, "a KL estimator (optionally with a trailing '+')",
@@ -230,7 +241,7 @@ def _engine_parallel_ranges() -> Iterable[Range]:
             keys = [f"{chosen.baseline}.{size}"]
             if chosen is DP and size == ULYSSES:
                 # The role-level keys first: the FSDP blocks follow them.
-                keys += [f"{section}.{ULYSSES}" for section in (ACTOR, REF, CRITIC)]
+                keys += [f"{role.section}.{ULYSSES}" for role in ROLES if role.engine_block]
             for role in ROLES:
                 if role.engine_block:
                     keys.append(f"{role.section}.{chosen.block(role.name)}.{size}")
@@ -253,10 +264,12 @@ def _batch_ranges() -> Iterable[Range]:
         yield Range(f"{role}.log_prob_micro_batch_size", AT_LEAST_ONE, BATCH)
         yield Range(f"{role}.log_prob_micro_batch_size_per_gpu", AT_LEAST_ONE, BATCH)
         yield Range(f"{role}.log_prob_max_token_len_per_gpu", AT_LEAST_ONE, "at least 1 token")
-    # verl's Megatron critic has no forward micro batch.
-    yield Range(f"{CRITIC}.forward_micro_batch_size", AT_LEAST_ONE, BATCH, engine=DP.name)
-    yield Range(f"{CRITIC}.forward_micro_batch_size_per_gpu", AT_LEAST_ONE, BATCH, engine=DP.name)
-    yield Range(f"{CRITIC}.forward_max_token_len_per_gpu", AT_LEAST_ONE, "at least 1 token")
+    # A value model's forward passes (the critic's; the actor has none, and a key a section lacks is not
+    # checked): verl's Megatron critic has no forward micro batch.
+    for role in TRAINED_SECTIONS:
+        yield Range(f"{role}.forward_micro_batch_size", AT_LEAST_ONE, BATCH, engine=DP.name)
+        yield Range(f"{role}.forward_micro_batch_size_per_gpu", AT_LEAST_ONE, BATCH, engine=DP.name)
+        yield Range(f"{role}.forward_max_token_len_per_gpu", AT_LEAST_ONE, "at least 1 token")
 
 
 # The one table of numeric ranges. A null value is not checked here (the schema says whether a key
@@ -266,15 +279,15 @@ def _batch_ranges() -> Iterable[Range]:
 # verl's policy loss a dual-clip bound <= 1. verl checks no sign of the clip ratios or the value clip
 # range (a negative one clamps oddly, but runs): those only have to be finite numbers.
 RANGES: tuple[Range, ...] = (
-    Range(f"{ACTOR}.optim.lr", NON_NEGATIVE, "a learning rate >= 0"),
-    Range(f"{CRITIC}.optim.lr", NON_NEGATIVE, "a learning rate >= 0"),
+    *(Range(f"{role}.optim.lr", NON_NEGATIVE, "a learning rate >= 0") for role in TRAINED_SECTIONS),
     Range(f"{ROLLOUT}.gpu_memory_utilization", FRACTION, "a fraction in (0, 1]"),
     Range(f"{ACTOR}.clip_ratio", Bound(), "a finite clip ratio"),
     Range(f"{ACTOR}.clip_ratio_low", Bound(), "a finite clip ratio"),
     Range(f"{ACTOR}.clip_ratio_high", Bound(), "a finite clip ratio"),
     Range(f"{ACTOR}.clip_ratio_c", Bound(low=1.0, low_allowed=False),
           "a dual-clip bound > 1 (verl asserts clip_ratio_c > 1)"),
-    Range(f"{CRITIC}.cliprange_value", Bound(), "a finite value clip range"),
+    # A value model's clip range (the actor has none).
+    *(Range(f"{role}.cliprange_value", Bound(), "a finite value clip range") for role in TRAINED_SECTIONS),
     Range(f"{ROLLOUT}.temperature", NON_NEGATIVE, "a temperature >= 0"),
     Range(f"{ROLLOUT}.n", AT_LEAST_ONE, "at least 1 response per prompt"),
     Range("trainer.nnodes", AT_LEAST_ONE, "at least 1 node"),
@@ -313,12 +326,14 @@ def _same_number(a: float, b: float) -> bool:
 
 
 
-REQUIRED_PATHS = ("actor_rollout_ref.model.path", "data.train_files")
+REQUIRED_PATHS = ("data.train_files",)
 
 
 def required_paths_are_set(cfg: DictConfig) -> Iterable[Problem]:
-    """A required path is set: not null, not blank, and (a list of files) not empty nor holding a blank."""
-    keys = list(REQUIRED_PATHS) + (["critic.model.path"] if critic_in_use(cfg) else [])
+    """A required path is set: not null, not blank, and (a list of files) not empty nor holding a blank:
+    the data, and the model of every role the config trains."""
+    models = [f"{role.model}.path" for role in trained_role_rows(cfg) if role.model]
+    keys = [*models[:1], *REQUIRED_PATHS, *models[1:]]
     for key in keys:
         value = get(cfg, key)
         if _blank(value) or (isinstance(value, ListConfig) and (len(value) == 0 or any(map(_blank, value)))):
@@ -386,7 +401,8 @@ def _in_built_section(key: str, engine: str, release: str) -> bool:
 def _checked_keys(engine_name: str) -> tuple[str, ...]:
     """The keys of the value tables that exist with the engine ``engine_name``, sorted."""
     ranged = {row.key for row in RANGES if row.engine in ("", engine_name)}
-    return tuple(sorted(ranged | {known.key for known in ENUMS} | set(REQUIRED_PATHS)))
+    models = {f"{role.model}.path" for role in ROLES if role.trained and role.model}
+    return tuple(sorted(ranged | {known.key for known in ENUMS} | set(REQUIRED_PATHS) | models))
 
 
 # The sections the steps and the rules walk: each must be a mapping before any step runs.

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.layout import (
@@ -10,10 +12,10 @@ from verl_roles.layout import (
     CRITIC,
     DP,
     ENGINE_KEY,
-    REF,
     ROLE_SECTIONS,
-    TRAINED_SECTIONS,
+    ROLES,
     Engine,
+    Role,
     engine,
 )
 from verl_roles.omegaconf_adapter.nodes import ASK_OMEGACONF, select_quickly
@@ -71,9 +73,53 @@ def critic_in_use(cfg: DictConfig) -> bool:
     return get(cfg, "algorithm.adv_estimator") == "gae"
 
 
+def critic_off_reason(cfg: DictConfig) -> str:
+    """Why no critic is trained (for a config where :func:`critic_in_use` is false)."""
+    enable = get(cfg, f"{CRITIC}.enable")
+    if enable is not None and enable is not UNSET:
+        return f"critic.enable={enable}"
+    return f"algorithm.adv_estimator={get(cfg, 'algorithm.adv_estimator')} trains no critic; only gae does"
+
+
+def ref_off_reason(cfg: DictConfig) -> str:
+    """Why no reference policy runs (for a config where :func:`ref_in_use` is false)."""
+    return f"no KL term: algorithm.use_kl_in_reward and {ACTOR}.use_kl_loss are false"
+
+
+# The roles verl builds only under a condition, with the reason it does not: role name -> (runs(cfg),
+# why_not(cfg)). Every other role of the layout table runs in every config.
+CONDITIONAL_ROLES: dict[str, tuple[Callable[[DictConfig], bool], Callable[[DictConfig], str]]] = {
+    "critic": (lambda cfg: critic_in_use(cfg), critic_off_reason),
+    "ref": (lambda cfg: ref_in_use(cfg), ref_off_reason),
+}
+
+
+def role_runs(cfg: DictConfig, name: str) -> bool:
+    """verl builds the role ``name`` for ``cfg`` (see :data:`CONDITIONAL_ROLES`)."""
+    condition = CONDITIONAL_ROLES.get(name)
+    return condition is None or condition[0](cfg)
+
+
+def why_not(cfg: DictConfig, name: str) -> str:
+    """Why the role ``name`` does not run for ``cfg`` (for a config where :func:`role_runs` is false)."""
+    return CONDITIONAL_ROLES[name][1](cfg)
+
+
+def trained_role_rows(cfg: DictConfig) -> list[Role]:
+    """The layout rows of the roles this config trains (a trained role runs only when its condition
+    holds: the critic only when the algorithm trains one)."""
+    return [role for role in ROLES if role.trained and role_runs(cfg, role.name)]
+
+
+def shown_roles(cfg: DictConfig) -> list[Role]:
+    """The roles a summary of ``cfg`` shows: every role but a trained one this config does not train
+    (its settings do nothing)."""
+    return [role for role in ROLES if not role.trained or role_runs(cfg, role.name)]
+
+
 def trained_roles(cfg: DictConfig) -> list[str]:
     """The sections of the roles this config trains (the critic only when the algorithm trains one)."""
-    return [section for section in TRAINED_SECTIONS if section != CRITIC or critic_in_use(cfg)]
+    return [role.section for role in trained_role_rows(cfg)]
 
 
 def gpu_count(cfg: DictConfig) -> int | None:
@@ -117,9 +163,4 @@ def fsdp_roles_in_use(cfg: DictConfig) -> list[tuple[str, str]]:
     """(role name, section) of each role verl builds an FSDP engine for with this config."""
     if engine_of(cfg) is not DP:
         return []
-    roles = [("actor", ACTOR)]
-    if ref_in_use(cfg):
-        roles.append(("ref", REF))
-    if critic_in_use(cfg):
-        roles.append(("critic", CRITIC))
-    return roles
+    return [(role.name, role.section) for role in ROLES if role.engine_block and role_runs(cfg, role.name)]
