@@ -254,33 +254,3 @@ SLOW_FIRST = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: index for index, name in enumerate(SLOW_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))
-    for item in items:
-        for mark in item.iter_markers("xdist_group"):
-            group = mark.args[0] if mark.args else mark.kwargs.get("name", "default")
-            assert ONE_WORKER.get(item.path.name) == group, (
-                f"{item.path.name} marks xdist_group({group!r}): list it in ONE_WORKER of tests/conftest.py"
-            )
-
-
-# Modules run whole by one pytest-xdist worker (`--dist loadgroup`), so that their module fixtures (the
-# wheel build, every snapshot rendered, verl's driver run) run once, not once per worker. Each module
-# also says so with its `xdist_group` mark (checked above), but pytest-xdist 3.8 reads that mark through
-# the test's node id, which pytest 9.2 no longer lets a plugin change: the groups were silently ignored
-# (pytest-dev/pytest-xdist#1386). The scheduler below reads the modules from this table instead.
-ONE_WORKER = {"test_wheel.py": "wheel", "test_snapshots.py": "snapshots", "test_verl_acceptance.py": "verl"}
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 - xdist's types
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from xdist.scheduler import LoadGroupScheduling
-
-    class ModuleGroupScheduling(LoadGroupScheduling):
-        """loadgroup, with the group of a test of an ONE_WORKER module taken from its module."""
-
-        def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            group = ONE_WORKER.get(module.rsplit("/", 1)[-1])
-            return group if group is not None else super()._split_scope(nodeid)
-
-    return ModuleGroupScheduling(config, log)

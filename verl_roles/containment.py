@@ -14,12 +14,16 @@ Hydra adapter where it reads overrides and files.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from verl_roles.errors import Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS
 from verl_roles.releases import VERSION_KEY
+
+# `${name:...}`: an interpolation that calls a resolver (oc.env, oc.decode, ...), not one naming a group.
+_RESOLVER_CALL = re.compile(r"\$\{[^}]*:")
 
 # Each role group and the section its options set.
 ROLE_OPTION_SECTIONS: dict[str, str] = {group: ROLE_SECTIONS[role] for role, group in ROLE_GROUPS.items()}
@@ -215,8 +219,10 @@ def defaults_shape_problem(file: str, data: object, lines: Mapping[str, int]) ->
 
 def defaults_entry_problems(file: str, data: object, lines: Mapping[str, int]) -> list[Problem]:
     """The entries of a user's defaults list that choose an option as the command line may not: through
-    an interpolation (``override model_engine: ${oc.env:E}``) or by a path (``role/critic: ../../x``).
-    The same rules as for a group choice typed on the command line (:func:`group_choice_problem`)."""
+    a resolver (``override model_engine: ${oc.env:E}``) or by a path (``role/critic: ../../x``). The same
+    rules as for a group choice typed on the command line (:func:`group_choice_problem`). An option that
+    follows another group's choice (``extra: ${model_engine}``, Hydra's defaults-list interpolation) is
+    computed from the config alone and stays allowed."""
     entries = data.get("defaults") if isinstance(data, dict) else None
     problems: list[Problem] = []
     for index, entry in enumerate(entries if isinstance(entries, list) else []):
@@ -236,11 +242,13 @@ def defaults_entry_problems(file: str, data: object, lines: Mapping[str, int]) -
 
 
 def _defaults_option_problems(where: str, group: str, option: str, chosen_by_name: bool) -> list[Problem]:
-    if "${" in option:
+    if _RESOLVER_CALL.search(option):
         return [Problem(
             key=where, message=f"its defaults list chooses an option of `{group}` through an interpolation "
-            f"({option!r}); an option is chosen by its name, which is never computed",
-            fix=f"write the option's name (`{group}: NAME`), or choose it on the command line")]
+            f"that calls a resolver ({option!r}): the option would come from outside the config (the "
+            "environment, say), which the command line does not allow either",
+            fix=f"write the option's name (`{group}: NAME`), or choose it on the command line; an option "
+            "may follow another group's choice as `${GROUP}`")]
     if ".." in option.replace("\\", "/").split("/") or (chosen_by_name and option.startswith("/")):
         return [Problem(
             key=where, message=f"its defaults list names {option!r}, a path, not an option of a group",

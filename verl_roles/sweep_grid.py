@@ -122,16 +122,17 @@ def sweep_points(command: CommandLine) -> list[SweepPoint]:
 def _check_size(overrides: list[Override]) -> None:
     """Refuse a grid of more than :data:`MAX_SWEEP_JOBS` jobs before listing any value: a range is counted
     from its bounds (``range(0,1,1e-9)`` stands for a billion values)."""
-    jobs = 1
-    for override in overrides:
-        jobs *= _size(override)
+    sizes = [_size(override) for override in overrides]
+    jobs = math.prod(sizes)
     if jobs <= MAX_SWEEP_JOBS:
         return
     swept = [override.text for override in overrides if override.is_sweep]
+    factors = [f"{size:,}" for size in sizes if size != 1]
+    grid = f"{' x '.join(factors)} = {jobs:,}" if len(factors) > 1 else f"{jobs:,}"
     raise ConfigError([Problem(
         key=" ".join(f"`{text}`" for text in swept[:4]) or "the sweep",
-        message=f"make a grid of {jobs:,} jobs; verl_roles plans and checks every job before starting any, "
-        f"and a sweep may have at most {MAX_SWEEP_JOBS:,} (each job is a whole training run)",
+        message=f"make a grid of {grid} jobs, more than the {MAX_SWEEP_JOBS:,} a sweep may have (verl_roles "
+        "plans and checks every job before starting any, and each job is a whole training run)",
         fix="sweep fewer values (check each range's step), or split the grid into several sweeps",
     )])
 
