@@ -53,6 +53,27 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_PYCACHE] = (folder, saved)
     os.environ["PYTHONPYCACHEPREFIX"] = folder
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    # One process fills the folder with what the suite's processes import, before several start at once:
+    # CPython names its temporary bytecode file after id(path), the same in identical processes, so three
+    # that compile one module at the same moment can publish a truncated file ("marshal data too short";
+    # the joblib launcher's four workers did).
+    subprocess.run([sys.executable, "-c", _WARM_UP], env=os.environ.copy(), check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# What the suite's processes import: the CLI, both launcher plugins and what their workers import.
+_WARM_UP = """
+import importlib
+for name in ("verl_roles.main", "verl_roles.cli", "verl_roles.commands.launch", "pytest", "xdist",
+             "hypothesis", "concurrent.futures.process", "multiprocessing.pool", "joblib",
+             "joblib.externals.loky", "joblib.externals.loky.backend.popen_loky_posix",
+             "hydra_plugins.hydra_joblib_launcher.joblib_launcher", "submitit",
+             "hydra_plugins.hydra_submitit_launcher.submitit_launcher", "runpy"):
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+"""
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import assert_user_error, run_in_process
 
+from verl_roles import ConfigError, compose
 from verl_roles.cli import main as cli
 from verl_roles.cmdline import CommandLine
 from verl_roles.commands.sweep import SUMMARY_FILE, read_summary
@@ -146,3 +147,21 @@ def test_a_grid_too_big_to_plan_is_refused_at_once_by_the_sweep_and_check_sweep(
     code = main(["-m", *grid, f"hydra.sweep.dir={tmp_path / 's'}"])
     assert code == 2 and f"more than the {MAX_SWEEP_JOBS:,} a sweep may have" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("args", [["-m"], ["--check-sweep", "-m"], ["check-sweep"], []],
+                         ids=["sweep", "main-check-sweep", "check-sweep", "single-run"])
+def test_a_sweep_over_a_hydra_setting_is_one_paragraph_before_anything_is_planned(tmp_path: Path, args):
+    """Hydra's settings are the sweep's: `-m hydra.job.chdir=true,false` gave a failing-point table and
+    "add --multirun" (a text for single runs); now every entry point says it at once, the same way."""
+    module = "verl_roles.cli" if args == ["check-sweep"] else "verl_roles.main"
+    overrides = ["hydra.job.chdir=true,false", "critic.optim.lr=1e-5,2e-5"]
+    result = run_in_process([*args, *overrides], cwd=tmp_path, module=module)
+    assert_user_error(result, "`hydra.job.chdir=true,false`: sweeps over one of Hydra's own settings",
+                      "run one sweep per value")
+    assert result.returncode == 2
+    assert "#" not in result.stdout + result.stderr  # no table of points
+    assert len((result.stdout + result.stderr).strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ConfigError, match="sweeps over one of Hydra's own settings"):
+        compose(overrides)

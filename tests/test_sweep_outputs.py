@@ -49,7 +49,8 @@ def checked(tmp_path: Path, *args: str):  # noqa: ANN201 - a CompletedProcess
     (["critic.optim.lr=1e-5,2e-5,1e-5"], ["lists job #2 (critic.optim.lr=1e-05) twice: it is job #0 too",
                                           "data.seed=1,2,3"]),
     # grids too big to plan: refused before a value is listed
-    ([f"trainer.total_epochs=range(0,{10**9})"], [f"grid of {10**9:,} jobs, more than the {MAX_SWEEP_JOBS:,} a sweep may have"]),
+    ([f"trainer.total_epochs=range(0,{10**9})"],
+     [f"grid of {10**9:,} jobs, more than the {MAX_SWEEP_JOBS:,} a sweep may have"]),
     ([f"{key}={','.join(str(i) for i in range(1, 41))}"
       for key in ("trainer.total_epochs", "trainer.save_freq")], ["40 x 40 = 1,600 jobs"]),
 ])

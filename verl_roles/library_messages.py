@@ -18,6 +18,7 @@ from omegaconf.errors import ConfigTypeError, KeyValidationError, UnsupportedVal
 
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import Problem, one_paragraph
+from verl_roles.sweep_grid import hydra_setting_sweep
 
 # Hydra's texts for what only a multirun runs (a sweep in a run without -m): the override is in them.
 _SWEEP_IN_A_RUN = (
@@ -36,7 +37,10 @@ _MERGE_SHAPES = re.compile(
 
 
 def sweep_in_a_run(text: str) -> Problem:
-    """The one wording of a sweep typed for a single run (the main job, show, the API, any command)."""
+    """The one wording of a sweep typed for a single run (the main job, show, the API, any command). A
+    sweep over a Hydra setting gets the wording it gets in a sweep: -m would not make it valid."""
+    if text.lstrip("+~").startswith(("hydra.", "hydra/")):
+        return hydra_setting_sweep(text)
     return Problem(
         key=f"`{text}`",
         message="sweeps over several values, but this is a single run (no -m)",
@@ -79,8 +83,7 @@ def _group_twice(match: re.Match[str], command: CommandLine) -> Problem:
 
 
 def _hydra_sweep(match: re.Match[str], command: CommandLine) -> Problem:
-    return Problem(key=f"`{match.group(1)}`", message="sweeps over one of Hydra's own settings, which belong "
-                   "to the sweep as a whole", fix="give it one value; sweep over keys of the trainer config")
+    return hydra_setting_sweep(match.group(1))
 
 
 def _searchpath_outside(match: re.Match[str], command: CommandLine) -> Problem:

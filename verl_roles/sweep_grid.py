@@ -84,6 +84,24 @@ def _choices(override: Override, options: Callable[[str], list[str]]) -> list[st
         )]) from None
 
 
+def hydra_setting_sweep(text: str) -> Problem:
+    """The one wording for a sweep over one of Hydra's own settings (``hydra.job.chdir=true,false``)."""
+    return Problem(
+        key=f"`{text}`",
+        message="sweeps over one of Hydra's own settings; they belong to the sweep as a whole (one folder, "
+        "one launcher, one logging set-up for every job), so no job can have a value of its own",
+        fix="give it one value and run one sweep per value; sweep over keys of the trainer config",
+    )
+
+
+def refuse_hydra_setting_sweeps(command: CommandLine) -> None:
+    """Refuse, before anything is composed, a sweep over a Hydra setting (the basic sweeper would fail
+    on it only after the sweep's own config is composed)."""
+    problems = [hydra_setting_sweep(o.text) for o in command.overrides if o.is_hydra and o.is_sweep]
+    if problems:
+        raise ConfigError(problems)
+
+
 def swept_keys(command: CommandLine) -> list[str]:
     """The keys a sweep varies, in the order typed (the columns of a sweep's table), without ``+``."""
     keys: list[str] = []

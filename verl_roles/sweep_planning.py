@@ -41,7 +41,7 @@ from verl_roles.planning import (
     render,
     render_job,
 )
-from verl_roles.sweep_grid import SweepPoint, sweep_points, swept_keys
+from verl_roles.sweep_grid import SweepPoint, refuse_hydra_setting_sweeps, sweep_points, swept_keys
 from verl_roles.write_protocol import MARKER, write_atomic
 
 
@@ -154,6 +154,7 @@ def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
     read), decide each job's folder and name, and check that no two jobs share a folder or an output
     path; nothing is written. ``keep_files`` keeps what each job writes (the main job does; check-sweep
     only checks). Warnings are gathered (each message once, with how many points gave it)."""
+    refuse_hydra_setting_sweeps(command)
     plan = SweepPlan(command, swept_keys(command), tuple(o.text for o in command.overrides if o.is_hydra))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConfigWarning)
