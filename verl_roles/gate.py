@@ -408,6 +408,7 @@ def _added_key(
     siblings = [key for key in tree if key not in CODE_KEYS]
     close = [f"{section}.{near}" if section else near for near in near_names(name, siblings)]
     where = f"`{section}`" if section else "the top level of the config"
+    in_verl = f"`{section}` of verl's config" if section else "the top level of verl's config"
     listing = f"`verl-roles keys '{section}.*'` lists the keys of {where}" if section else (
         "`verl-roles keys` lists every key")
     elsewhere = releases.elsewhere_problem_text(
@@ -430,7 +431,7 @@ def _added_key(
         problems.append(unknown("it is spelt like one that is"))
     else:
         warnings.append(
-            f"{path} is not a key verl {surface.release} reads (it is not in {where} of verl's config, "
+            f"{path} is not a key verl {surface.release} reads (it is not in {in_verl}, "
             "which verl reads as a plain mapping); it does something only if code of your own reads it. "
             f"{listing[0].upper()}{listing[1:]}."
         )
