@@ -487,3 +487,16 @@ def test_python_api_takes_a_path_object_as_config_dir(tmp_path: Path):
     option.parent.mkdir(parents=True)
     option.write_text("# @package critic\noptim:\n  lr: 3.0e-05\n", encoding="utf-8")
     assert verl_roles.compose(["role/critic=mine"], config_dir=tmp_path).critic.optim.lr == 3.0e-05
+
+
+def test_hydras_resolver_gets_one_verdict_also_after_a_hydra_job_ran_in_the_process(tmp_path: Path, capsys):
+    """A main job run in this process leaves Hydra's job state behind (as in a notebook); the API then
+    resolved `${hydra:runtime.output_dir}` against that old job instead of refusing it as the CLI does."""
+    code, _, _ = main_in_process(["trainer.total_epochs=1"], tmp_path, capsys)
+    assert code == 0
+    with pytest.raises(verl_roles.ConfigError, match="only a running Hydra job answers"):
+        verl_roles.compose(["trainer.default_local_dir=${hydra:runtime.output_dir}/ckpt"])
+    from verl_roles.cli import main as cli
+
+    assert cli(["show", "trainer.default_local_dir=${hydra:runtime.output_dir}/ckpt"]) == 2
+    assert "only a running Hydra job answers" in capsys.readouterr().err

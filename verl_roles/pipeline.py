@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from verl_roles import gate, legacy, roles
@@ -60,9 +61,17 @@ class StepInputs:
 def resolve(cfg: DictConfig, followed: dict[str, str] | None = None) -> DictConfig:
     """Replace every interpolation of ``cfg`` by its value, in place, and make it read-only.
 
-    The result behaves like a config built from plain values: no struct flag, read-only.
+    The result behaves like a config built from plain values: no struct flag, read-only. Hydra's
+    ``${hydra:...}`` never resolves here, also in a process where a Hydra job ran before (the main job
+    called in-process, a notebook) or is running (the caller's own Hydra app): the run's config is
+    resolved before its Hydra job exists, so the verdict is the same in every process.
     """
-    resolve_in_place(cfg, followed)
+    job = HydraConfig.instance()
+    saved, job.cfg = job.cfg, None
+    try:
+        resolve_in_place(cfg, followed)
+    finally:
+        job.cfg = saved
     OmegaConf.set_struct(cfg, None)
     OmegaConf.set_readonly(cfg, True)
     return cfg
