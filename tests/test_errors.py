@@ -489,14 +489,25 @@ def test_python_api_takes_a_path_object_as_config_dir(tmp_path: Path):
     assert verl_roles.compose(["role/critic=mine"], config_dir=tmp_path).critic.optim.lr == 3.0e-05
 
 
-def test_hydras_resolver_gets_one_verdict_also_after_a_hydra_job_ran_in_the_process(tmp_path: Path, capsys):
-    """A main job run in this process leaves Hydra's job state behind (as in a notebook); the API then
-    resolved `${hydra:runtime.output_dir}` against that old job instead of refusing it as the CLI does."""
-    code, _, _ = main_in_process(["trainer.total_epochs=1"], tmp_path, capsys)
-    assert code == 0
-    with pytest.raises(verl_roles.ConfigError, match="only a running Hydra job answers"):
-        verl_roles.compose(["trainer.default_local_dir=${hydra:runtime.output_dir}/ckpt"])
+def test_hydras_resolver_gets_one_verdict_also_inside_a_running_hydra_app(tmp_path: Path, capsys):
+    """Inside the caller's own Hydra app (or after a Hydra job in a notebook) Hydra's job state is set;
+    the API and show resolved `${hydra:runtime.output_dir}` against it instead of refusing it as the
+    main job does (test_show left such a state behind and test_errors failed after it)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+
     from verl_roles.cli import main as cli
 
-    assert cli(["show", "trainer.default_local_dir=${hydra:runtime.output_dir}/ckpt"]) == 2
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "app.yaml").write_text("x: 1\n", encoding="utf-8")
+    override = "trainer.default_local_dir=${hydra:runtime.output_dir}/ckpt"
+    saved = HydraConfig.instance().cfg
+    try:
+        with initialize_config_dir(config_dir=str(tmp_path / "app"), version_base=None):
+            HydraConfig.instance().set_config(compose("app", return_hydra_config=True))
+            with pytest.raises(verl_roles.ConfigError, match="only a running Hydra job answers"):
+                verl_roles.compose([override])
+            assert cli(["show", override]) == 2
+    finally:
+        HydraConfig.instance().cfg = saved
     assert "only a running Hydra job answers" in capsys.readouterr().err
