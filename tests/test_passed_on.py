@@ -25,7 +25,8 @@ ACCEPTED = {
     "a runtime_env field (Ray hands unknown ones to plugins)": (f"{RAY_INIT}.runtime_env.env_vars.MY_FLAG",
                                                                "on", "on"),
     "a vLLM engine argument": ("actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space", "4", "4"),
-    "a Hugging Face config override": ("actor_rollout_ref.model.override_config.rope_theta", "10000", "10000"),
+    "a Hugging Face config override": ("actor_rollout_ref.model.override_config.rope_theta", "10000",
+                                       "10000"),
 }
 # (key, words the refusal holds): a near miss is named with the real parameter, any other name with the list.
 REFUSED = {
@@ -57,7 +58,8 @@ def test_a_key_the_receiving_call_does_not_take_is_refused_through_every_channel
     case: str, channel: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
     key, words = REFUSED[case]
-    overrides, config_name, config_dir = channel_arguments(channel, Content(key, "1", "1", add=True), tmp_path)
+    content = Content(key, "1", "1", add=True)
+    overrides, config_name, config_dir = channel_arguments(channel, content, tmp_path)
     code, output = run_main(overrides, config_name, config_dir, tmp_path, capsys)
     assert code == 2, output
     assert key in output and all(word in output for word in words), output
@@ -76,10 +78,13 @@ def test_each_release_judges_ray_init_by_the_ray_installed_with_it(
     code, output = run_main([choice, f"+{RAY_INIT}.num_gpus=1"], "ppo_trainer", None, tmp_path, capsys)
     assert code == 0, output
     code, output = run_main([choice, f"+{RAY_INIT}.num_gpu=1"], "ppo_trainer", None, tmp_path, capsys)
-    assert code == 2 and f"did you mean `{RAY_INIT}.num_gpus`" in output and f"verl {release}" in output, output
+    assert code == 2 and f"did you mean `{RAY_INIT}.num_gpus`" in output, output
+    assert f"verl {release}" in output, output
 
 
-def test_a_known_key_of_a_passed_on_section_keeps_its_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+def test_a_known_key_of_a_passed_on_section_keeps_its_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     code, output = run_main([f"{RAY_INIT}.num_cpus=many"], "ppo_trainer", None, tmp_path, capsys)
     assert code == 2 and f"{RAY_INIT}.num_cpus" in output and "wrong type" in output, output
 
@@ -115,8 +120,8 @@ def test_verl_makes_each_call_the_table_names():
     python, why = verl_python()
     if python is None:
         pytest.skip(why)
-    found = subprocess.run([python, "-c", "import os, verl; print(os.path.dirname(os.path.dirname(verl.__file__)))"],
-                           capture_output=True, text=True, check=True)
+    where = "import os, verl; print(os.path.dirname(os.path.dirname(verl.__file__)))"
+    found = subprocess.run([python, "-c", where], capture_output=True, text=True, check=True)
     root = Path(found.stdout.strip())
     for row in PASSED_ON:
         file, _, call = row.verl_source.partition(": ")

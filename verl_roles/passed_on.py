@@ -56,9 +56,11 @@ PASSED_ON: tuple[PassedOn, ...] = (
     # Merged over verl's own runtime env; Ray hands a field it does not know to a runtime-env plugin.
     PassedOn("ray_kwargs.ray_init.runtime_env", "Ray", "ray.init(runtime_env=...)",
              "verl/trainer/main_ppo.py: OmegaConf.merge(default_runtime_env, runtime_env_kwargs)"),
-    PassedOn("actor_rollout_ref.rollout.engine_kwargs.vllm", "vLLM", "vLLM's engine arguments (**engine_kwargs)",
+    PassedOn("actor_rollout_ref.rollout.engine_kwargs.vllm", "vLLM",
+             "vLLM's engine arguments (**engine_kwargs)",
              f"{_ROLLOUT}/vllm_rollout/vllm_async_server.py: **engine_kwargs"),
-    PassedOn("actor_rollout_ref.rollout.engine_kwargs.sglang", "SGLang", "SGLang's ServerArgs (**engine_kwargs)",
+    PassedOn("actor_rollout_ref.rollout.engine_kwargs.sglang", "SGLang",
+             "SGLang's ServerArgs (**engine_kwargs)",
              f"{_ROLLOUT}/sglang_rollout/async_sglang_server.py: **engine_kwargs"),
     PassedOn("actor_rollout_ref.rollout.engine_kwargs.trtllm", "TensorRT-LLM",
              "TensorRT-LLM's LLM arguments (**engine_kwargs)",
@@ -69,7 +71,8 @@ PASSED_ON: tuple[PassedOn, ...] = (
                "override_config_kwargs=override_config_kwargs)")
       for model in _MODELS),
     *(PassedOn(f"{block}.override_transformer_config", "Megatron-Core", "TransformerConfig(**...)",
-               "verl/models/mcore/config_converter.py: base_config.update(override_transformer_config_kwargs)")
+               "verl/models/mcore/config_converter.py: "
+               "base_config.update(override_transformer_config_kwargs)")
       for block in _MEGATRON_BLOCKS),
     *(PassedOn(f"{block}.override_ddp_config", "Megatron-Core", "DistributedDataParallelConfig(**...)",
                "verl/workers/engine/megatron/transformer_impl.py: engine_config.override_ddp_config")
@@ -80,7 +83,8 @@ PASSED_ON: tuple[PassedOn, ...] = (
     PassedOn("data.apply_chat_template_kwargs", "Hugging Face transformers",
              "tokenizer.apply_chat_template(**apply_chat_template_kwargs)",
              "verl/utils/dataset/rl_dataset.py: dict(**self.apply_chat_template_kwargs)"),
-    PassedOn("data.mm_processor_kwargs", "Hugging Face transformers", "the multimodal processor's keyword arguments",
+    PassedOn("data.mm_processor_kwargs", "Hugging Face transformers",
+             "the multimodal processor's keyword arguments",
              "verl/utils/dataset/rl_dataset.py: mm_processor_kwargs=self.mm_processor_kwargs"),
     PassedOn("global_profiler.global_tool_config.nsys.controller_nsight_options", "Ray",
              "runtime_env={\"nsight\": ...} of the task runner",
