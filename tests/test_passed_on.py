@@ -126,3 +126,20 @@ def test_verl_makes_each_call_the_table_names():
     for row in PASSED_ON:
         file, _, call = row.verl_source.partition(": ")
         assert call in (root / file).read_text(encoding="utf-8"), row.section
+
+
+@pytest.mark.parametrize(("override", "words"), [
+    (f"{RAY_INIT}.num_gpus=1", ["is not set", "ray.init", f"+{RAY_INIT}.num_gpus=1"]),
+    (f"{RAY_INIT}.num_gpu=1", [f"did you mean `{RAY_INIT}.num_gpus`", f"+{RAY_INIT}.num_gpus=1",
+                               f"verl-roles keys '{RAY_INIT}.*'"]),
+    ("actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4",
+     ["is not set", "vLLM", "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4"]),
+])
+def test_changing_a_parameter_the_config_does_not_set_says_to_add_it(
+    override: str, words: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Without `+`, Hydra refuses a key the config lacks: the paragraph says how to pass it on, and a near
+    miss names the real parameter (typed with `+`, since the config does not set it either)."""
+    code, output = run_main([override], "ppo_trainer", None, tmp_path, capsys)
+    assert code == 2 and all(word in output for word in words), output
+    assert not (tmp_path / "run").exists()
