@@ -43,7 +43,7 @@ from verl_roles import releases
 from verl_roles.errors import Problem, unknown_key
 from verl_roles.layout import ENGINE_TABLE, LORA_SECTIONS
 from verl_roles.omegaconf_adapter.nodes import raw_items
-from verl_roles.passed_on import PassedOn, passed_on
+from verl_roles.passed_on import PassedOn, inside, passed_on
 from verl_roles.schema import KeyType, Tree, converted_sections, targets, tree, verl_names
 from verl_roles.suggest import near_names
 
@@ -423,9 +423,10 @@ def _added_key(
     def unknown(because: str) -> Problem:
         return unknown_key(path, where, because=because, guesses=close, fix=listing)
 
-    handed = None if surface.owns(section) else passed_on(section)
+    handed = None if surface.owns(section) else inside(section)
     if handed is not None:
-        problem = _passed_on_problem(path, name, handed, surface)
+        # Below the section itself (a value of one parameter, a nested override), the library reads it.
+        problem = _passed_on_problem(path, name, handed, surface) if handed.matches(section) else None
         if problem is not None:
             problems.append(problem)
     elif elsewhere is not None:
