@@ -25,6 +25,9 @@ ACCEPTED = {
     "a runtime_env field (Ray hands unknown ones to plugins)": (f"{RAY_INIT}.runtime_env.env_vars.MY_FLAG",
                                                                "on", "on"),
     "a vLLM engine argument": ("actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space", "4", "4"),
+    "a value nested in a passed-on override": (
+        "actor_rollout_ref.model.override_config.moe_config.num_experts",
+        "4", "4"),
     "a Hugging Face config override": ("actor_rollout_ref.model.override_config.rope_theta", "10000",
                                        "10000"),
 }
