@@ -146,3 +146,16 @@ def test_changing_a_parameter_the_config_does_not_set_says_to_add_it(
     code, output = run_main([override], "ppo_trainer", None, tmp_path, capsys)
     assert code == 2 and all(word in output for word in words), output
     assert not (tmp_path / "run").exists()
+
+
+def test_a_runtime_env_field_of_a_release_whose_config_lacks_it_is_still_rays_to_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """verl 0.8.0's config has no ray_init.runtime_env, yet verl 0.8.0 hands ray_init.runtime_env to Ray: a
+    field of it is added with `+`, not refused as a key of another release."""
+    oldest, key = releases.supported()[0], f"{RAY_INIT}.runtime_env.py_executable"
+    choice = releases.choice(oldest)
+    code, output = run_main([choice, f"{key}=python3"], "ppo_trainer", None, tmp_path, capsys)
+    assert code == 2 and f"+{key}=python3" in output and "only" not in output, output
+    code, output = run_main([choice, f"+{key}=python3"], "ppo_trainer", None, tmp_path, capsys)
+    assert code == 0, output

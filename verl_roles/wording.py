@@ -324,9 +324,6 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
     if engine_only is not None:
         return engine_only
     release = command.release()
-    elsewhere = releases.elsewhere_problem_text(key, release, command.chose(releases.VERSION_KEY))
-    if elsewhere is not None:
-        return Problem(key=key, message=elsewhere[0], origin=origin, fix=elsewhere[1])
     section, _, name = key.rpartition(".")
     handed = passed_on(section)
     accepted = verl_names(handed.parameters, release) if handed is not None and handed.parameters else ()
@@ -338,6 +335,9 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
             f"{handed.library} as {handed.call}{takes}",
             fix=f"add it: write `+{key}={value}`",
         )
+    elsewhere = releases.elsewhere_problem_text(key, release, command.chose(releases.VERSION_KEY))
+    if elsewhere is not None:
+        return Problem(key=key, message=elsewhere[0], origin=origin, fix=elsewhere[1])
     guesses = ([f"{section}.{near}" for near in near_names(name, accepted)] if accepted else
                knowledge.suggestions(key, override.value() if override is not None else None))
     present = knowledge.keys_for(knowledge.engine)
