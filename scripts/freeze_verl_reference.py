@@ -75,11 +75,13 @@ import enum
 import hashlib
 import importlib
 import importlib.metadata
+import inspect
 import io
 import json
 import os
 import re
 import sys
+import textwrap
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -936,6 +938,7 @@ def enums_record(verl: Any, sources: SourceLog) -> JSONValue:
         "engine_strategy": engine_strategies,
         "rollout_name": rollout_names,
         "rollout_mode": rollout_modes,
+        "ray_init_parameter": ray_init_parameters,
     }
     out: dict[str, JSONValue] = {}
     for name, reader in readers.items():
@@ -1126,6 +1129,34 @@ def warmup_styles(verl: Any, sources: SourceLog) -> JSONValue:
     if not values:
         return {"absent": "no check of warmup_style", "source": rel}
     return {"values": values, "source": f"{rel} (FSDPOptimizerConfig asserts optim.warmup_style)"}
+
+
+def ray_init_parameters(verl: Any, sources: SourceLog) -> JSONValue:
+    """ray.init's keyword arguments (the Ray installed with verl)
+
+    verl's main_ppo calls ``ray.init(**ray_kwargs.ray_init)``: the names ray.init accepts are its named
+    parameters and the names its source pops from its ``**kwargs`` (the hidden ``_temp_dir``,
+    ``_system_config``...); any other keyword makes it raise when no Ray client address is given."""
+
+    ray = importlib.import_module("ray")
+    init = inspect.unwrap(ray.init)
+    rel = sources.record_module_of(init) or "ray"
+    named = [name for name, parameter in inspect.signature(init).parameters.items()
+             if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)]
+    varkw = [name for name, parameter in inspect.signature(init).parameters.items()
+             if parameter.kind is parameter.VAR_KEYWORD]
+    hidden: list[str] = []
+    tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "pop"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in varkw and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            hidden.append(node.args[0].value)
+    return {
+        "values": [*named, *dict.fromkeys(hidden)],
+        "source": f"{rel} (ray.init of Ray {ray.__version__}: its parameters, then the names it pops from "
+        "**kwargs)",
+    }
 
 
 # ----------------------------------------------------------------------------------------------

@@ -66,6 +66,8 @@ NAME_LISTS = {
     "warmup_style": "warmup_style",
     "rollout_name": "rollout_name",
     "rollout_mode": "rollout_mode",
+    # ray.init's keyword names (verl passes ray_kwargs.ray_init on to it: verl_roles/passed_on.py).
+    "ray_init_parameter": "ray_init_parameter",
 }
 
 _SCALARS = {"int": "int", "float": "float", "str": "str", "bool": "bool", "bytes": "str", "none": "None"}

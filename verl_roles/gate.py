@@ -43,7 +43,8 @@ from verl_roles import releases
 from verl_roles.errors import Problem, unknown_key
 from verl_roles.layout import ENGINE_TABLE, LORA_SECTIONS
 from verl_roles.omegaconf_adapter.nodes import raw_items
-from verl_roles.schema import KeyType, Tree, converted_sections, targets, tree
+from verl_roles.passed_on import PassedOn, inside, passed_on
+from verl_roles.schema import KeyType, Tree, converted_sections, targets, tree, verl_names
 from verl_roles.suggest import near_names
 
 # Keys whose value names code that Hydra or verl imports and calls.
@@ -389,6 +390,12 @@ def _walk(
         key_type, subtree = entry
         if not isinstance(value, DictConfig):
             continue
+        handed = None if surface.owns(path) else passed_on(path)
+        if handed is not None:
+            # verl hands it to another library: its keys are judged by what that call accepts.
+            if subtree is not None or _parameters(handed, surface) is not None:
+                _walk(value, subtree or {}, f"{path}.", surface, problems, warnings)
+            continue
         if subtree is None:
             continue  # a mapping the schema types as a whole (dict / Any): verl passes it on
         if key_type is not None and _free(key_type) and not surface.owns(path):
@@ -417,7 +424,13 @@ def _added_key(
     def unknown(because: str) -> Problem:
         return unknown_key(path, where, because=because, guesses=close, fix=listing)
 
-    if elsewhere is not None:
+    handed = None if surface.owns(section) else inside(section)
+    if handed is not None:
+        # Below the section itself (a value of one parameter, a nested override), the library reads it.
+        problem = _passed_on_problem(path, name, handed, surface) if handed.matches(section) else None
+        if problem is not None:
+            problems.append(problem)
+    elif elsewhere is not None:
         problems.append(Problem(key=path, message=elsewhere[0], fix=elsewhere[1]))
     elif surface.builds(section):
         target = surface.targets.get(section)
@@ -435,3 +448,28 @@ def _added_key(
             "which verl reads as a plain mapping); it does something only if code of your own reads it. "
             f"{listing[0].upper()}{listing[1:]}."
         )
+
+
+def _parameters(handed: PassedOn, surface: Surface) -> tuple[str, ...] | None:
+    """The keyword names the call receiving ``handed`` accepts under the surface's release, or None when
+    they are not known (a free mapping)."""
+    if not handed.parameters:
+        return None
+    return verl_names(handed.parameters, surface.release) or None
+
+
+def _passed_on_problem(path: str, name: str, handed: PassedOn, surface: Surface) -> Problem | None:
+    """A key added to a section verl passes on to another library: accepted when the receiving call takes
+    it or when what it takes is not known; refused (with the nearest real name) when it does not."""
+    accepted = _parameters(handed, surface)
+    if accepted is None or name in accepted:
+        return None
+    close = [f"{handed.section_of(path)}.{near}" for near in near_names(name, accepted)]
+    section = handed.section_of(path)
+    return unknown_key(
+        path, f"`{section}`",
+        because=f"verl {surface.release} passes that section to {handed.library} as {handed.call}, "
+        f"which takes no `{name}` and would raise when the run starts",
+        guesses=close,
+        fix=f"`verl-roles keys '{section}.*'` lists what {handed.call.partition('(')[0]} takes",
+    )

@@ -47,8 +47,9 @@ from verl_roles.errors import (
 )
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES, SELECTABLE_GROUPS
 from verl_roles.library_messages import innermost_problem, known_problem
+from verl_roles.passed_on import passed_on
 from verl_roles.releases import DEFAULT_RELEASE, VERSION_KEY, is_supported
-from verl_roles.schema import declared_types
+from verl_roles.schema import declared_types, verl_names
 from verl_roles.suggest import LOOSE, near_keys, near_names
 from verl_roles.verl_differences import ENGINES_NOT_OFFERED
 
@@ -323,13 +324,29 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
     if engine_only is not None:
         return engine_only
     release = command.release()
+    section, _, name = key.rpartition(".")
+    handed = passed_on(section)
+    accepted = verl_names(handed.parameters, release) if handed is not None and handed.parameters else ()
+    if handed is not None and (not accepted or name in accepted):
+        takes = f", which takes `{name}`" if accepted else " as it is"
+        return Problem(
+            key=key, origin=origin,
+            message=f"is not set in the config, so it cannot be changed; verl passes `{section}` to "
+            f"{handed.library} as {handed.call}{takes}",
+            fix=f"add it: write `+{key}={value}`",
+        )
     elsewhere = releases.elsewhere_problem_text(key, release, command.chose(releases.VERSION_KEY))
     if elsewhere is not None:
         return Problem(key=key, message=elsewhere[0], origin=origin, fix=elsewhere[1])
-    guesses = knowledge.suggestions(key, override.value() if override is not None else None)
+    guesses = ([f"{section}.{near}" for near in near_names(name, accepted)] if accepted else
+               knowledge.suggestions(key, override.value() if override is not None else None))
+    present = knowledge.keys_for(knowledge.engine)
     return unknown_key(
-        key, because='Hydra says "not in struct"', guesses=guesses, write=lambda guess: f"{guess}={value}",
-        fix=f"if you mean to add a new key, write `+{key}={value}`", origin=origin,
+        key, because='Hydra says "not in struct"', guesses=guesses,
+        write=lambda guess: f"{'' if guess in present else '+'}{guess}={value}",
+        fix=(f"`verl-roles keys '{section}.*'` lists what {handed.call.partition('(')[0]} takes"
+             if accepted and handed is not None else f"if you mean to add a new key, write `+{key}={value}`"),
+        origin=origin,
     )
 
 

@@ -45,8 +45,10 @@ from verl_roles.flat_lora import FlatLoraReport
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.legacy import LegacyReport, old_key_label, read_command_line
 from verl_roles.omegaconf_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
+from verl_roles.passed_on import passed_on
 from verl_roles.pipeline import StepInputs, StepReport, finalize
 from verl_roles.roles import RolesReport
+from verl_roles.schema import verl_names
 from verl_roles.sequence_parallel import TURNED_OFF, SequenceParallelReport
 from verl_roles.wording import LIBRARY_ERRORS, KeyKnowledge, raise_translated, translate
 
@@ -99,6 +101,18 @@ def explain_many(
 def _unknown_key(key: str, command: CommandLine, knowledge: KeyKnowledge) -> Problem:
     """A KEY the composed config does not have: one of another engine, or a misspelling."""
     engine = knowledge.only_under(key)
+    section, _, name = key.rpartition(".")
+    handed = passed_on(section)
+    if engine is None and handed is not None:
+        accepted = verl_names(handed.parameters, knowledge.release) if handed.parameters else ()
+        if not accepted or name in accepted:
+            return Problem(
+                key=key,
+                message=f"is not set: verl passes `{section}` to {handed.library} as {handed.call}, and no "
+                f"config file or override sets `{name}` there, so {handed.library}'s own default applies",
+                fix=f"set it with +{key}=VALUE to pass it on; `verl-roles keys '{section}.*'` says what "
+                "the section takes",
+            )
     if engine is None:
         return unknown_key(key, "the composed config", guesses=knowledge.suggestions(key),
                            fix="`verl-roles keys` lists the keys")

@@ -33,10 +33,11 @@ from verl_roles.key_docs import MountedFile, key_comments
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.legacy import read_command_line
 from verl_roles.omegaconf_adapter.nodes import resolve_in_place
+from verl_roles.passed_on import PASSED_ON
 from verl_roles.pipeline import check_composition
 from verl_roles.releases import release_of
 from verl_roles.role_table import cell
-from verl_roles.schema import declared_types
+from verl_roles.schema import declared_types, verl_names
 from verl_roles.wording import LIBRARY_ERRORS, raise_translated
 
 
@@ -81,6 +82,8 @@ class KeyEntry:
     comment: str
 
     def render(self) -> str:
+        if self.raw is _PASSED_ON:
+            return f"{self.key}: {self.type}\n    {self.comment}"
         default = cell(self.raw)
         if isinstance(self.raw, str) and "${" in self.raw and self.resolved is not _UNRESOLVED:
             default += f" ({cell(self.resolved)})"
@@ -89,6 +92,8 @@ class KeyEntry:
 
 
 _UNRESOLVED = object()
+# The "default" of the entry standing for the other keys of a section verl passes on to a library.
+_PASSED_ON = object()
 
 
 def key_entries(command: CommandLine) -> list[KeyEntry]:
@@ -118,7 +123,31 @@ def key_entries(command: CommandLine) -> list[KeyEntry]:
                 comment=comments.get(key, ""),
             )
         )
-    return entries
+    return _with_passed_on(entries, release_of(cfg))
+
+
+def _with_passed_on(entries: list[KeyEntry], release: str) -> list[KeyEntry]:
+    """``entries`` with, after the last key of each section verl passes on to another library, one entry
+    ``SECTION.*`` saying which other keys it takes (verl_roles/passed_on.py)."""
+    out = list(entries)
+    for row in PASSED_ON:
+        under = [i for i, e in enumerate(out) if e.key == row.section or e.key.startswith(f"{row.section}.")]
+        if not under:
+            continue
+        accepted = verl_names(row.parameters, release) if row.parameters else ()
+        what = row.call.partition("(")[0]
+        comment = (f"verl {release} passes this section to {row.library} as {row.call} "
+                   f"({row.verl_source.partition(':')[0]}). ")
+        comment += (f"Any other key {what} takes may be added with +KEY=VALUE; another is refused. "
+                    f"{what} takes: {', '.join(accepted)}." if accepted else
+                    f"Any other key may be added with +KEY=VALUE and is passed on unchecked ({row.library} "
+                    "reads it).")
+        if any(out[i].key != row.section for i in under):
+            comment += " A key listed above keeps its type."
+        entry = KeyEntry(key=f"{row.section}.*", type=f"passed on to {row.library}", raw=_PASSED_ON,
+                         resolved=_PASSED_ON, comment=comment)
+        out.insert(under[-1] + 1, entry)
+    return out
 
 
 def _mounted(files: Sequence[tuple[str, str]], tree: ConfigTree) -> list[MountedFile]:
