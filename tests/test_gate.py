@@ -76,6 +76,18 @@ def run_api(overrides: list[str], config_name: str, config_dir: str | None) -> s
     return None
 
 
+def refused_by_main_and_api(overrides: list[str], config_name: str, config_dir: str | None, folder: Path,
+                            capsys: pytest.CaptureFixture[str], phrase: str, *also: str) -> str:
+    """The main job refuses (exit 2, ``phrase`` and each of ``also`` in its one paragraph, no run folder)
+    and the API raises a ConfigError naming ``phrase``; returns the main job's output."""
+    code, output = run_main(overrides, config_name, config_dir, folder, capsys)
+    assert code == 2 and phrase in output and all(text in output for text in also), output
+    assert not (folder / "run").exists()
+    message = run_api(overrides, config_name, config_dir)
+    assert message is not None and phrase in message
+    return output
+
+
 @pytest.fixture
 def importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
     """A module of this test's own, never imported before, whose import makes the file it returns."""
@@ -185,11 +197,7 @@ def test_a_file_of_a_users_folder_that_would_never_be_read_is_refused(
         args, config_dir = overrides, str(tmp_path / "mine")
     else:
         args, config_dir = [f"hydra.searchpath=[file://{tmp_path / 'mine'}]", *overrides], None
-    code, output = run_main(args, "ppo_trainer", config_dir, tmp_path, capsys)
-    assert code == 2 and phrase in output and "Fix:" in output, output
-    assert not (tmp_path / "run").exists()
-    message = run_api(args, "ppo_trainer", config_dir)
-    assert message is not None and phrase in message
+    refused_by_main_and_api(args, "ppo_trainer", config_dir, tmp_path, capsys, phrase, "Fix:")
 
 
 def test_a_users_option_under_a_name_of_its_own_applies(tmp_path: Path):
@@ -219,11 +227,7 @@ def test_a_key_our_lora_block_does_not_have_is_refused_through_every_channel(
             pytest.skip("a critic option sets only critic keys")
     else:
         overrides, config_name, config_dir = channel_arguments(channel, content, tmp_path)
-    code, output = run_main(overrides, config_name, config_dir, tmp_path, capsys)
-    assert code == 2 and key in output and "did you mean" in output, output
-    assert not (tmp_path / "run").exists()
-    message = run_api(overrides, config_name, config_dir)
-    assert message is not None and key in message
+    refused_by_main_and_api(overrides, config_name, config_dir, tmp_path, capsys, key, "did you mean")
 
 
 # ------------------------------------------------------------------ a config source that adds nothing
@@ -246,11 +250,7 @@ def test_a_folder_of_config_files_that_is_no_folder_is_refused_through_every_cha
     else:
         write(tmp_path / "conf" / "mine.yaml", f"{PRIMARY}hydra:\n  searchpath:\n    - file://{folder}\n")
         overrides, config_name, config_dir = [], "mine", str(tmp_path / "conf")
-    code, output = run_main(overrides, config_name, config_dir, tmp_path, capsys)
-    assert code == 2 and str(folder) in output and "Fix:" in output, output
-    assert not (tmp_path / "run").exists()
-    message = run_api(overrides, config_name, config_dir)
-    assert message is not None and str(folder) in message
+    refused_by_main_and_api(overrides, config_name, config_dir, tmp_path, capsys, str(folder), "Fix:")
 
 
 # ------------------------------------------------------------------ a config too deep to write
@@ -265,11 +265,7 @@ def test_an_override_nesting_the_config_too_deep_is_refused_by_every_command(
 ):
     """A key of many sections nests the config as deep as a value of many brackets: the main job failed
     writing it (RecursionError), the API accepted it."""
-    code, output = run_main([override], "ppo_trainer", None, tmp_path, capsys)
-    assert code == 2 and "levels deep" in output and "Fix:" in output, output
-    assert not (tmp_path / "run").exists()
-    message = run_api([override], "ppo_trainer", None)
-    assert message is not None and "levels deep" in message
+    refused_by_main_and_api([override], "ppo_trainer", None, tmp_path, capsys, "levels deep", "Fix:")
     from verl_roles.cli import main as cli
 
     assert cli(["show", override]) == 2
@@ -383,11 +379,7 @@ def test_a_group_choice_gets_the_command_lines_verdict_through_a_defaults_list(
         write(tmp_path / "conf" / "exp" / "mine.yaml",
               f"# @package _global_\ndefaults:\n  - override /{group}: {option!r}\n")
         overrides, config_name, config_dir = ["+exp=mine"], "ppo_trainer", str(tmp_path / "conf")
-    code, output = run_main(overrides, config_name, config_dir, tmp_path, capsys)
-    assert code == 2 and phrase in output and "Fix:" in output, output
-    assert not (tmp_path / "run").exists()
-    message = run_api(overrides, config_name, config_dir)
-    assert message is not None and phrase in message
+    refused_by_main_and_api(overrides, config_name, config_dir, tmp_path, capsys, phrase, "Fix:")
 
 
 # ------------------------------------------------------------------ a user's value a shipped file replaces
@@ -405,11 +397,7 @@ def test_a_users_value_that_a_shipped_file_replaces_is_refused(
     else:
         write(tmp_path / "mine" / "mine.yaml", "defaults:\n  - exp: four\n  - ppo_trainer\n  - _self_\n")
         write(tmp_path / "mine" / "exp" / "four.yaml", "# @package _global_\ntrainer:\n  nnodes: 4\n")
-    code, output = run_main([], "mine", str(tmp_path / "mine"), tmp_path, capsys)
-    assert code == 2 and "trainer.nnodes" in output and "_self_" in output, output
-    assert not (tmp_path / "run").exists()
-    message = run_api([], "mine", str(tmp_path / "mine"))
-    assert message is not None and "trainer.nnodes" in message
+    refused_by_main_and_api([], "mine", str(tmp_path / "mine"), tmp_path, capsys, "trainer.nnodes", "_self_")
 
 
 def test_a_users_value_the_shipped_files_agree_with_or_do_not_set_is_not_refused(tmp_path: Path):
