@@ -12,6 +12,7 @@ many more with the same strategies and properties.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import itertools
 import math
@@ -39,8 +40,10 @@ def _sections(keys: list[str]) -> list[str]:
     return sorted({key.rsplit(".", i)[0] for key in keys for i in (1, 2) if "." in key})
 
 
+@functools.cache
 def real_keys() -> tuple[list[str], list[str]]:
-    """(every leaf key, every section) of the composition of every engine."""
+    """(every leaf key, every section) of the composition of every engine; composed when a property
+    first draws a key (not when the suite is collected: each worker collects every module)."""
     from omegaconf import OmegaConf
 
     keys: set[str] = set()
@@ -51,7 +54,6 @@ def real_keys() -> tuple[list[str], list[str]]:
     return ordered, _sections(ordered)
 
 
-KEYS, SECTIONS = real_keys()
 GROUPS = ["model_engine", "role/actor", "role/critic"]
 GROUP_OPTIONS = [*ENGINES, *ENGINE_ALIASES, "default", "nope", "../model_engine/megatron", "/etc/hosts", ""]
 
@@ -118,7 +120,8 @@ def overrides(draw: st.DrawFn) -> list[str]:
             key = draw(st.sampled_from(GROUPS))
             value = draw(st.one_of(st.sampled_from(GROUP_OPTIONS), SCALARS.map(_override_value)))
         else:
-            key = draw(st.sampled_from(KEYS if kind == "leaf" else SECTIONS))
+            keys, sections = real_keys()
+            key = draw(st.sampled_from(keys if kind == "leaf" else sections))
             key = _mutated(key, draw(st.integers(min_value=0, max_value=8)))
             value = _override_value(draw(YAML_VALUES))
         prefix = draw(st.sampled_from(["", "", "", "+", "++", "~"]))
@@ -128,7 +131,12 @@ def overrides(draw: st.DrawFn) -> list[str]:
 
 # --- files ------------------------------------------------------------------------------------------
 
-CRITIC_KEYS = [key.removeprefix("critic.") for key in KEYS if key.startswith("critic.")]
+
+def critic_keys() -> list[str]:
+    """The real keys of the critic, relative to its section."""
+    return [key.removeprefix("critic.") for key in real_keys()[0] if key.startswith("critic.")]
+
+
 HEADERS = ["# @package critic\n", "# @package critic\n", "", "# @package actor_rollout_ref.actor\n",
            "# @package _global_\n", "# @package hydra\n", "# @package critic.optim\n"]
 
@@ -158,7 +166,7 @@ def option_files(draw: st.DrawFn) -> bytes:
         return (draw(st.sampled_from(HEADERS)) + _dump(draw(YAML_VALUES))).encode("utf-8", "surrogatepass")
     data: dict = {}
     for _ in range(draw(st.integers(min_value=0, max_value=4))):
-        key = draw(st.one_of(st.sampled_from(CRITIC_KEYS), st.text(min_size=1, max_size=10)))
+        key = draw(st.one_of(st.sampled_from(critic_keys()), st.text(min_size=1, max_size=10)))
         data.update(_nest(_mutated(key, draw(st.integers(min_value=0, max_value=8))), draw(YAML_VALUES)))
     if draw(st.integers(min_value=0, max_value=5)) == 0:
         data = {"defaults": draw(st.lists(st.sampled_from(

@@ -177,8 +177,18 @@ def cold_full(overrides: list[str], config_dir: str | None = None):
     return cfg
 
 
-@pytest.mark.parametrize("release", releases.supported())
-@pytest.mark.parametrize("engine", ["dp", "megatron", "torchtitan", "veomni"])
+# Every engine under every release whose layer changes its files (the layer of a (release, engine) edits
+# the files as they load, by one function on each path: each pair's edits differ), and one engine under
+# a release with an empty layer: with nothing to apply, both paths merge the files as read, which the
+# layered pairs merge too, for every engine.
+ENGINES = ["dp", "megatron", "torchtitan", "veomni"]
+LAYERED = [(engine, release) for release in releases.supported() for engine in ENGINES
+           if any(releases.layer(release, engine).values())]
+ENGINE_RELEASES = [*LAYERED, *[(ENGINES[0], release) for release in releases.supported()
+                               if not any(releases.layer(release, ENGINES[0]).values())][:1]]
+
+
+@pytest.mark.parametrize(("engine", "release"), ENGINE_RELEASES, ids=[f"{e}-{r}" for e, r in ENGINE_RELEASES])
 def test_plain_composition_equals_hydras_merge_node_for_node(monkeypatch, plain_used, engine, release):
     overrides = [f"model_engine={engine}", releases.choice(release), "critic.optim.lr=3e-5",
                  "+trainer.extra=1", "~trainer.val_before_train", "hydra.job.chdir=false"]

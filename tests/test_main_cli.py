@@ -14,7 +14,9 @@ from verl_roles.run_files import ROLE_SECTIONS
 
 
 def test_main_job_writes_resolved_config_and_role_files(in_tmp: Path):
-    result = run(["model_engine=megatron", "hydra.run.dir=out"], cwd=in_tmp)
+    # In this process: the exit status of a real run as a shell sees it is checked by
+    # tests/test_run_dirs.py (two runs started together) and by the installed copies of tests/test_wheel.py.
+    result = run_in_process(["model_engine=megatron", "hydra.run.dir=out"], cwd=in_tmp)
     assert result.returncode == 0, result.stderr
     out = in_tmp / "out"
     expected = verl_roles.compose(["model_engine=megatron"])

@@ -137,12 +137,17 @@ def _paused(out: Path, point: str, *extra: str) -> subprocess.Popen[str]:
 POINTS = ["temp:actor.yaml", "temp:resolved.yaml", "renamed:actor.yaml", "renamed:resolved.yaml", "staged"]
 
 
-# Ctrl-C (KeyboardInterrupt) and SIGTERM at every point; SIGHUP takes SIGTERM's path (one handler raises
-# Interrupted for both, verl_roles/write_protocol/folders.py), so it is sent before the point of no return
-# and at it.
+# Every point is stopped by a signal, and every signal stops a run before the point of no return and at
+# it (swap:aside takes all three). Not every point with every signal: each signal only raises an
+# exception in the main thread (Ctrl-C KeyboardInterrupt; SIGTERM and SIGHUP Interrupted, from one
+# handler, verl_roles/write_protocol/folders.py), and the clean-up of each point runs in `finally` and
+# `except BaseException` blocks that do not look at which exception it is; only the exit code differs,
+# and that is checked for each signal. The point decides what is cleaned up; the signal, the exit code.
 STOPS = [
-    *((point, stop) for point in [*POINTS, "swap:aside"] for stop in (signal.SIGINT, signal.SIGTERM)),
-    ("staged", signal.SIGHUP), ("swap:aside", signal.SIGHUP),
+    ("temp:actor.yaml", signal.SIGINT), ("temp:resolved.yaml", signal.SIGTERM),
+    ("renamed:actor.yaml", signal.SIGTERM), ("renamed:resolved.yaml", signal.SIGINT),
+    ("staged", signal.SIGINT), ("staged", signal.SIGHUP),
+    *(("swap:aside", stop) for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)),
 ]
 
 
