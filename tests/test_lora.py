@@ -9,6 +9,7 @@ from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles import main as main_module
+from verl_roles import releases
 from verl_roles.errors import ConfigError
 from verl_roles.layout import ENGINE_TABLE, ENGINES, MEGATRON_MODULE_NAMES
 from verl_roles.releases import engine_choice
@@ -141,3 +142,14 @@ def test_every_lora_problem_is_reported_in_one_paragraph_each(tmp_path: Path, ca
         assert f"critic.model.lora.{key}" in err
     assert "actor_rollout_ref.model.lora.target_modules" in err
     assert not (tmp_path / "out" / "resolved.yaml").exists()
+
+
+@pytest.mark.parametrize("release", releases.supported())
+def test_a_key_verl_reads_from_the_lora_block_when_added_is_accepted_and_written(release):
+    """verl's vLLM server reads `model.lora.fully_sharded_loras` with a default (no config has it); verl's own
+    megatron e2e script adds it with +. The closed LoRA block refused it; a near miss is still refused."""
+    key = "actor_rollout_ref.model.lora.fully_sharded_loras"
+    cfg = verl_roles.compose([f"verl_version={release}", f"+{key}=true"])
+    assert OmegaConf.select(cfg, key) is True
+    with pytest.raises(ConfigError, match=f"did you mean `{key}`"):
+        verl_roles.compose([f"verl_version={release}", f"+{key[:-1]}=true"])

@@ -239,6 +239,9 @@ READ_WHEN_ADDED: dict[str, str] = {
     # Read by the reward loop's managers (experimental/reward_loop), where a legacy
     # reward_model.reward_kwargs is copied to.
     "reward.reward_kwargs": "dict",
+    # Read from a model's LoRA mapping by verl's vLLM server (vllm_async_server.py,
+    # `model_config.lora.get("fully_sharded_loras", False)`, every supported release); no config has it.
+    **{f"{model}.lora.fully_sharded_loras": "bool" for model in MODEL_SECTIONS},
 }
 
 # Our table, as the schema reads it.
