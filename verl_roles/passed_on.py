@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from verl_roles.layout import ENGINE_TABLE, MODEL_SECTIONS, ROLES, TRAINED_SECTIONS
+
 
 @dataclass(frozen=True)
 class PassedOn:
@@ -44,9 +46,11 @@ class PassedOn:
         return fnmatchcase(section, self.section) and section.count(".") == self.section.count(".")
 
 
-_MODELS = ("actor_rollout_ref.model", "critic.model")
-# The Megatron-Core blocks of verl's roles (model_engine=megatron).
-_MEGATRON_BLOCKS = ("actor_rollout_ref.actor.megatron", "actor_rollout_ref.ref.megatron", "critic.megatron")
+_MODELS = MODEL_SECTIONS
+# The Megatron-Core blocks of the roles (every engine whose role blocks are verl's McoreEngineConfig).
+_MEGATRON_BLOCKS = tuple(dict.fromkeys(
+    f"{role.section}.{row.block(role.name)}" for row in ENGINE_TABLE if row.mcore for role in ROLES
+    if role.engine_block))
 _ROLLOUT = "verl/workers/rollout"
 
 PASSED_ON: tuple[PassedOn, ...] = (
@@ -79,7 +83,7 @@ PASSED_ON: tuple[PassedOn, ...] = (
       for block in _MEGATRON_BLOCKS),
     *(PassedOn(f"{section}.optim.override_optimizer_config", "Megatron-Core", "OptimizerConfig(**...)",
                "verl/utils/megatron/optimizer.py: optim_config.get(\"override_optimizer_config\", {})")
-      for section in ("actor_rollout_ref.actor", "critic")),
+      for section in TRAINED_SECTIONS),
     PassedOn("data.apply_chat_template_kwargs", "Hugging Face transformers",
              "tokenizer.apply_chat_template(**apply_chat_template_kwargs)",
              "verl/utils/dataset/rl_dataset.py: dict(**self.apply_chat_template_kwargs)"),
