@@ -14,16 +14,13 @@ Hydra adapter where it reads overrides and files.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from verl_roles.errors import Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS
+from verl_roles.omegaconf_adapter.nodes import calls_a_resolver
 from verl_roles.releases import VERSION_KEY
-
-# `${name:...}`: an interpolation that calls a resolver (oc.env, oc.decode, ...), not one naming a group.
-_RESOLVER_CALL = re.compile(r"\$\{[^}]*:")
 
 # Each role group and the section its options set.
 ROLE_OPTION_SECTIONS: dict[str, str] = {group: ROLE_SECTIONS[role] for role, group in ROLE_GROUPS.items()}
@@ -242,7 +239,7 @@ def defaults_entry_problems(file: str, data: object, lines: Mapping[str, int]) -
 
 
 def _defaults_option_problems(where: str, group: str, option: str, chosen_by_name: bool) -> list[Problem]:
-    if _RESOLVER_CALL.search(option):
+    if calls_a_resolver(option):
         return [Problem(
             key=where, message=f"its defaults list chooses an option of `{group}` through an interpolation "
             f"that calls a resolver ({option!r}): the option would come from outside the config (the "

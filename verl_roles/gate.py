@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from omegaconf import DictConfig, ListConfig
 from verl_roles import releases
 from verl_roles.errors import Problem, unknown_key
 from verl_roles.layout import ENGINE_TABLE, LORA_SECTIONS
-from verl_roles.omegaconf_adapter.nodes import raw_items
+from verl_roles.omegaconf_adapter.nodes import calls_a_resolver, raw_items
 from verl_roles.passed_on import PassedOn, inside, passed_on
 from verl_roles.schema import KeyType, Tree, converted_sections, targets, tree, verl_names
 from verl_roles.suggest import near_names
@@ -62,9 +61,6 @@ SCRIPT_KEYS = ("setup",)
 HANDED_TO_CODE = ("hydra.callbacks", "hydra.job_logging", "hydra.hydra_logging", "hydra.launcher",
                   "hydra.sweeper")
 INTERPOLATION = "${"
-# A resolver call inside an interpolation (``${oc.env:X}``, ``${oc.decode:...}``), as opposed to a
-# reference to another key (``${hydra.job.name}``).
-_RESOLVER_CALL = re.compile(r"\$\{\s*[\w.\-]+\s*:")
 
 
 @dataclass(frozen=True)
@@ -169,7 +165,7 @@ def _interpolation_problems(
         if isinstance(value, DictConfig | ListConfig):
             value = OmegaConf.to_container(value, resolve=True)
     except Exception as error:  # noqa: BLE001 - any failure to resolve: the value cannot be checked
-        if not _RESOLVER_CALL.search(slot.value.replace("${hydra:", "${")):
+        if not calls_a_resolver(slot.value.replace("${hydra:", "${")):
             # Only references to other keys (``${hydra.runtime.output_dir}/x.log``), which Hydra fills
             # with its own run-time values when it runs; each key referred to is checked where it sits.
             return []

@@ -30,6 +30,16 @@ from omegaconf.errors import OmegaConfBaseException
 _PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\}")
 
 
+# A resolver call inside an interpolation (``${oc.env:X}``, ``${oc.decode:...}``), as opposed to a reference
+# to another key (``${trainer.project_name}``) or group choice (``${model_engine}``).
+_RESOLVER_CALL = re.compile(r"\$\{\s*[\w.\-]+\s*:")
+
+
+def calls_a_resolver(text: str) -> bool:
+    """``text`` holds an interpolation that calls a resolver: its value comes from outside the config."""
+    return _RESOLVER_CALL.search(text) is not None
+
+
 def resolve_in_place(cfg: DictConfig, followed: dict[str, str] | None = None) -> DictConfig:
     """Resolve every interpolation of ``cfg`` in place and return it.
 
