@@ -296,3 +296,38 @@ def test_a_hydra_setting_that_refers_to_a_task_key_is_composed_by_hydras_merge(m
     reference = compose_full("mine", [], str(tmp_path))
     OmegaConf.clear_cache(reference)
     assert fingerprint(ours) == fingerprint(reference)
+
+
+# References of every kind resolution meets: to a value through a chain, to a section (copied), to a
+# section holding references, to a list, to null and to ???, inside a string, through a resolver, an
+# escaped one, and a section that is itself a reference.
+RESOLUTION_SETS = [
+    ["model_engine=megatron", "critic.megatron.tensor_model_parallel_size=${megatron.pipeline_model_parallel_size}"],
+    ["model_engine=dp", "+trainer.a=${trainer.b}", "+trainer.b=${trainer.c}", "+trainer.c=7",
+     "+trainer.copy=${data.custom_cls}", "+trainer.loggers=${trainer.logger}",
+     "+trainer.note=run-${trainer.project_name}-${trainer.c}", "+trainer.home=${oc.env:HOME}",
+     "+trainer.escaped=\\${trainer.c}", "+trainer.nothing=null", "+trainer.to_null=${trainer.nothing}",
+     "+trainer.missing=???", "+trainer.to_missing=${trainer.missing}"],
+    ["model_engine=megatron", "+trainer.actor_copy=${actor_rollout_ref.actor}",
+     "+trainer.section={x: ${trainer.project_name}, y: [1, ${trainer.total_epochs}]}",
+     "+trainer.section_ref=${trainer.section}"],
+]
+
+
+@pytest.mark.parametrize("overrides", RESOLUTION_SETS, ids=["chain", "kinds", "sections"])
+def test_fast_resolution_equals_omegaconfs_node_for_node(overrides):
+    """verl_roles' resolution (plain references copied directly, the rest left to OmegaConf key by key)
+    leaves every node as OmegaConf.resolve does: types, metadata, flags, parents and values."""
+    import copy
+
+    from verl_roles.omegaconf_adapter.nodes import resolve_in_place
+
+    composed = compose_raw("ppo_trainer", overrides)
+    ours, reference = copy.deepcopy(composed), copy.deepcopy(composed)
+    followed: dict[str, str] = {}
+    resolve_in_place(ours, followed)
+    OmegaConf.resolve(reference)
+    OmegaConf.clear_cache(ours), OmegaConf.clear_cache(reference)
+    assert fingerprint(ours) == fingerprint(reference)
+    assert all(OmegaConf.select(composed, key) == OmegaConf.select(composed, target)
+               for key, target in followed.items())

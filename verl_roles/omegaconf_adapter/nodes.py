@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -46,14 +47,19 @@ def resolve_in_place(cfg: DictConfig, followed: dict[str, str] | None = None) ->
     ``followed``, when given, receives each key whose value was a plain reference to another key
     (``critic.megatron.tensor_model_parallel_size`` -> ``megatron.tensor_model_parallel_size``): after
     resolution nothing else says that a value was not set where it is read.
+
+    The walk reads node contents directly (it visits every key of every composition). A value is put in
+    place directly only where OmegaConf's own assignment could do nothing else: an untyped value, a plain
+    value, and no flag that changes assignment on the way from the root; anything else goes through
+    OmegaConf's assignment.
     """
-    pending: list[tuple[Container, Any]] = []
-    _copy_plain_references(cfg, cfg, pending, "", followed)
+    pending: list[tuple[Container, Any, bool]] = []
+    _copy_plain_references(cfg, cfg, pending, "", followed, _plain(cfg, True))
     container: Any = None
     key: Any = None
     try:
-        for container, key in pending:
-            if not _copy_referenced_section(cfg, container, key):
+        for container, key, plain in pending:
+            if not _copy_referenced_section(cfg, container, key, plain):
                 # What OmegaConf.resolve does for each key of a container, for this key alone.
                 _resolve_container_value(container, key)
     except OmegaConfBaseException as error:
@@ -67,30 +73,52 @@ def resolve_in_place(cfg: DictConfig, followed: dict[str, str] | None = None) ->
     return cfg
 
 
+# The flags that change what assigning a value does (OmegaConf reads them up the tree).
+_ASSIGNMENT_FLAGS = ("readonly", "convert", "allow_objects", "no_deepcopy_set_nodes")
+# The values an untyped node holds as they are given.
+_PRIMITIVES = (str, int, float, bool, type(None))
+
+
+def _plain(node: Node, parent_plain: bool) -> bool:
+    """No flag on ``node`` or above it changes assignment (``parent_plain``: none above it)."""
+    flags = node.__dict__["_metadata"].flags
+    return parent_plain and not (flags and any(flag in flags for flag in _ASSIGNMENT_FLAGS))
+
+
+def _interpolation(raw: object) -> bool:
+    """What OmegaConf's ``_is_interpolation`` says of a raw value or content."""
+    return isinstance(raw, str) and "${" in raw
+
+
 def _copy_plain_references(
     root: DictConfig,
     container: Container,
-    pending: list[tuple[Container, Any]],
+    pending: list[tuple[Container, Any, bool]],
     prefix: str,
     followed: dict[str, str] | None,
+    plain: bool,
 ) -> None:
     """Settle the plain references under ``container``; note the keys holding any other kind."""
-    for key in _keys(container):
-        node = container._get_node(key, validate_access=False)
+    content = container.__dict__["_content"]
+    for key, node in content.items() if isinstance(content, dict) else enumerate(content):
+        node_plain = _plain(node, plain)
         if isinstance(node, Container):
-            if node._is_interpolation():
-                pending.append((container, key))
-            elif not (node._is_missing() or node._is_none()):
-                _copy_plain_references(root, node, pending, f"{prefix}{key}.", followed)
-        elif isinstance(node, ValueNode):
-            reference = _PLAIN_REFERENCE.fullmatch(str(node._value())) if node._is_interpolation() else None
-            if not _settle(root, node, set()):
-                pending.append((container, key))
-            elif reference is not None and followed is not None:
-                followed[f"{prefix}{key}"] = reference.group(1)
+            inner = node.__dict__["_content"]
+            if isinstance(inner, dict | list):
+                _copy_plain_references(root, node, pending, f"{prefix}{key}.", followed, node_plain)
+            elif _interpolation(inner):
+                pending.append((container, key, node_plain))
+        elif not isinstance(node, ValueNode):
+            pending.append((container, key, node_plain))  # a union of types: OmegaConf's own way
+        elif _interpolation(node.__dict__["_val"]):
+            reference = _settle(root, node, node_plain, set())
+            if reference is None:
+                pending.append((container, key, node_plain))
+            elif followed is not None:
+                followed[f"{prefix}{key}"] = reference
 
 
-def _copy_referenced_section(root: DictConfig, container: Container, key: Any) -> bool:
+def _copy_referenced_section(root: DictConfig, container: Container, key: Any, plain: bool) -> bool:
     """Give ``container[key]`` the section a plain reference of it names, as OmegaConf's resolution
     does (the section resolved, then assigned as a copy), without parsing the reference; True when
     done. Only for an untyped value or a section holding the reference, and a plain section."""
@@ -98,54 +126,107 @@ def _copy_referenced_section(root: DictConfig, container: Container, key: Any) -
     if not (isinstance(node, AnyNode | Container) and node._is_interpolation()):
         return False
     match = _PLAIN_REFERENCE.fullmatch(str(node._value()))
-    target = _lookup(root, match.group(1)) if match is not None else None
+    target, _ = _lookup(root, match.group(1)) if match is not None else (None, False)
     if not isinstance(target, Container) or _is_special(target) or target is node:
         return False
-    _resolve(target)
-    if isinstance(node, ValueNode):
-        container[key] = target
-    else:
+    _resolve_section(target)
+    if not isinstance(node, ValueNode):
         node._set_value(target)
+    elif plain and type(node) is AnyNode and container.__dict__["_metadata"].element_type is Any:
+        # What assigning a section to an untyped key does: a copy of it, hung at the key.
+        section = _copy(target, container)
+        section.__dict__["_metadata"].key = key
+        container.__dict__["_content"][key] = section
+    else:
+        container[key] = target
     return True
 
 
-def _keys(container: Container) -> Any:
-    if isinstance(container, DictConfig):
-        return list(container.keys())
-    if isinstance(container, ListConfig):
-        return range(len(container))
-    return ()
+def _resolve_section(section: Container) -> None:
+    """OmegaConf's resolution of a section (``_resolve``) in place, reading the contents directly to find
+    the keys that hold an interpolation."""
+    content = section.__dict__["_content"]
+    for key, node in content.items() if isinstance(content, dict) else enumerate(content):
+        raw = node.__dict__["_content"] if isinstance(node, Container) else node.__dict__.get("_val")
+        if _interpolation(raw) or not isinstance(node, Container | ValueNode):
+            _resolve_container_value(section, key)
+        elif isinstance(raw, dict | list):
+            _resolve_section(node)
 
 
-def _settle(root: DictConfig, node: ValueNode, busy: set[int]) -> bool:
-    """Give ``node`` its value if it is a plain reference to a plain value; True when it holds a value."""
-    if not node._is_interpolation():
-        return True
-    match = _PLAIN_REFERENCE.fullmatch(str(node._value()))
-    if match is None or id(node) in busy:
-        return False
-    target = _lookup(root, match.group(1))
-    if not isinstance(target, ValueNode) or target is node:
-        return False
-    busy.add(id(node))
+def _copy(node: Node, parent: Any) -> Any:
+    """``copy.deepcopy(node)`` of a resolved section, hung under ``parent``: the same node types,
+    metadata and contents (flag caches left empty: they are read again when asked)."""
+    if type(node) is AnyNode or isinstance(node, Container):
+        state = node.__dict__
+        copied = type(node).__new__(type(node))
+        copied.__dict__.update(state, _metadata=_copy_metadata(state["_metadata"]), _parent=parent,
+                               _flags_cache=None)
+        content = state["_content"] if isinstance(node, Container) else None
+        if isinstance(content, dict):
+            copied.__dict__["_content"] = {key: _copy(child, copied) for key, child in content.items()}
+        elif isinstance(content, list):
+            copied.__dict__["_content"] = [_copy(child, copied) for child in content]
+        return copied
+    saved, node.__dict__["_parent"] = node.__dict__["_parent"], None
     try:
-        if not _settle(root, target, busy):
-            return False
+        copied = copy.deepcopy(node)
     finally:
-        busy.discard(id(node))
-    if target._is_missing():
-        return False
-    node._set_value(target._value())
-    return True
+        node.__dict__["_parent"] = saved
+    copied.__dict__["_parent"] = parent
+    return copied
 
 
-def _lookup(root: DictConfig, path: str) -> Node | None:
-    node: Node | None = root
+def _copy_metadata(metadata: Any) -> Any:
+    copied = copy.copy(metadata)
+    copied.flags = dict(metadata.flags)
+    copied.resolver_cache = copy.deepcopy(metadata.resolver_cache)
+    return copied
+
+
+def _settle(root: DictConfig, node: ValueNode, plain: bool, busy: set[int]) -> str | None:
+    """Give ``node``, which holds an interpolation, its value if that is a plain reference to a plain
+    value (settled first if it is one too); the key it refers to when done, else None."""
+    match = _PLAIN_REFERENCE.fullmatch(node.__dict__["_val"])
+    if match is None or id(node) in busy:
+        return None
+    target, target_plain = _lookup(root, match.group(1))
+    if not isinstance(target, ValueNode) or target is node:
+        return None
+    value = target.__dict__["_val"]
+    if _interpolation(value):
+        busy.add(id(node))
+        try:
+            if _settle(root, target, target_plain, busy) is None:
+                return None
+        finally:
+            busy.discard(id(node))
+        value = target.__dict__["_val"]
+    if value == "???":
+        return None
+    if plain and type(node) is AnyNode and type(value) in _PRIMITIVES:
+        node.__dict__["_val"] = value  # what AnyNode._set_value gives a primitive, with no flag set
+    else:
+        node._set_value(value)
+    return match.group(1)
+
+
+def _lookup(root: DictConfig, path: str) -> tuple[Node | None, bool]:
+    """The node at the dotted ``path`` of plain names, through sections only, and whether no flag that
+    changes assignment is on the way; (None, False) where OmegaConf's own lookup is needed."""
+    node: Any = root
+    plain = _plain(root, True)
     for part in path.split("."):
-        if not isinstance(node, DictConfig) or _is_special(node):
-            return None
-        node = node._get_node(part, validate_access=False, throw_on_missing_key=False)
-    return node
+        if not isinstance(node, DictConfig):
+            return None, False
+        content = node.__dict__["_content"]
+        if not isinstance(content, dict):
+            return None, False
+        node = content.get(part)
+        if node is None:
+            return None, False
+        plain = _plain(node, plain)
+    return node, plain
 
 
 def _is_special(node: Node) -> bool:
