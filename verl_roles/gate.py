@@ -35,6 +35,7 @@ import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
 from omegaconf import DictConfig, ListConfig
 
@@ -104,18 +105,36 @@ def code_slots(node: object, prefix: str = "") -> Iterator[CodeSlot]:
         items = enumerate(node)
     else:
         return
+    # Runs over every key of every composition: a leaf's path is spelt out only for a slot.
+    launcher = prefix.startswith("hydra.launcher.")
     for key, value in items:
-        path = f"{prefix}{key}"
-        if str(key) in SCRIPT_KEYS and prefix.startswith("hydra.launcher."):
-            yield CodeSlot(path, str(key), _text(value))
-        elif isinstance(value, str) and INTERPOLATION in value and _handed_to_code(path):
-            yield CodeSlot(path, INTERPOLATION, value)
+        name = key if type(key) is str else str(key)
+        if launcher and name in SCRIPT_KEYS:
+            yield CodeSlot(f"{prefix}{name}", name, _text(value))
+        elif type(value) in _LEAVES:
+            slot = _leaf_slot(prefix, name, value)
+            if slot is not None:
+                yield slot
         elif isinstance(value, DictConfig | ListConfig | Mapping | list | tuple):
-            yield from code_slots(value, f"{path}.")
-        elif str(key) in CODE_KEYS or str(key) in INSTANTIATE_KEYS:
-            yield CodeSlot(path, str(key), "null" if value is None else str(value))
-        elif isinstance(value, str) and value.startswith(EXTERNAL):
-            yield CodeSlot(path, EXTERNAL, value)
+            yield from code_slots(value, f"{prefix}{name}.")
+        else:
+            slot = _leaf_slot(prefix, name, value)
+            if slot is not None:
+                yield slot
+
+
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+
+
+def _leaf_slot(prefix: str, name: str, value: object) -> CodeSlot | None:
+    """The code slot a value that holds no other value makes at ``prefix + name``, if any."""
+    if isinstance(value, str) and INTERPOLATION in value and _handed_to_code(f"{prefix}{name}"):
+        return CodeSlot(f"{prefix}{name}", INTERPOLATION, value)
+    if name in CODE_KEYS or name in INSTANTIATE_KEYS:
+        return CodeSlot(f"{prefix}{name}", name, "null" if value is None else str(value))
+    if isinstance(value, str) and value.startswith(EXTERNAL):
+        return CodeSlot(f"{prefix}{name}", EXTERNAL, value)
+    return None
 
 
 def hydra_problems(hydra: object, allowed: Collection[tuple[str, str]]) -> list[Problem]:
@@ -312,11 +331,17 @@ class Surface:
 
     def owns(self, section: str) -> bool:
         """``section`` is one of verl_roles' own sections or inside one: nothing reads a key added there."""
-        return any(section == own or section.startswith(f"{own}.") for own in self.own_sections)
+        return _owned(section, tuple(self.own_sections))
 
     def builds(self, section: str) -> bool:
         """verl builds a dataclass from ``section`` (so it refuses a key the dataclass has no field for)."""
         return any(fnmatchcase(section, pattern) for pattern in self.converted)
+
+
+@lru_cache(maxsize=4096)
+def _owned(section: str, own_sections: tuple[str, ...]) -> bool:
+    # Asked for every section of every composition: remembered.
+    return any(section == own or section.startswith(f"{own}.") for own in own_sections)
 
 
 @dataclass(frozen=True)
@@ -375,17 +400,17 @@ def _walk(
 ) -> None:
     section = prefix[:-1]
     for key, value in raw_items(node):
-        name = str(key)
+        name = key if type(key) is str else str(key)
         entry = tree.get(name)
-        path = f"{prefix}{name}"
         if entry is None:
             if name in CODE_KEYS or name in INSTANTIATE_KEYS:
                 continue  # judged as code above
-            _added_key(path, section, name, tree, surface, problems, warnings)
+            _added_key(f"{prefix}{name}", section, name, tree, surface, problems, warnings)
             continue
-        key_type, subtree = entry
         if not isinstance(value, DictConfig):
             continue
+        key_type, subtree = entry
+        path = f"{prefix}{name}"
         handed = None if surface.owns(path) else passed_on(path)
         if handed is not None:
             # verl hands it to another library: its keys are judged by what that call accepts.

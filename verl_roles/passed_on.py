@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
 from verl_roles.layout import ENGINE_TABLE, MODEL_SECTIONS, ROLES, TRAINED_SECTIONS
 
@@ -99,8 +100,10 @@ PASSED_ON: tuple[PassedOn, ...] = (
 )
 
 
+@lru_cache(maxsize=4096)
 def passed_on(section: str) -> PassedOn | None:
-    """The row of the section ``section`` when verl passes it on, else None."""
+    """The row of the section ``section`` when verl passes it on, else None (asked for every section of
+    every composition: remembered)."""
     for row in PASSED_ON:
         if row.matches(section):
             return row
