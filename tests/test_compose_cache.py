@@ -302,7 +302,8 @@ def test_a_hydra_setting_that_refers_to_a_task_key_is_composed_by_hydras_merge(m
 # section holding references, to a list, to null and to ???, inside a string, through a resolver, an
 # escaped one, and a section that is itself a reference.
 RESOLUTION_SETS = [
-    ["model_engine=megatron", "critic.megatron.tensor_model_parallel_size=${megatron.pipeline_model_parallel_size}"],
+    ["model_engine=megatron",
+     "critic.megatron.tensor_model_parallel_size=${megatron.pipeline_model_parallel_size}"],
     ["model_engine=dp", "+trainer.a=${trainer.b}", "+trainer.b=${trainer.c}", "+trainer.c=7",
      "+trainer.copy=${data.custom_cls}", "+trainer.loggers=${trainer.logger}",
      "+trainer.note=run-${trainer.project_name}-${trainer.c}", "+trainer.home=${oc.env:HOME}",

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from omegaconf import AnyNode, Container, DictConfig, ListConfig, Node, OmegaConf, ValueNode
-from omegaconf._impl import _resolve, _resolve_container_value
+from omegaconf._impl import _resolve_container_value
 from omegaconf.errors import OmegaConfBaseException
 
 # ${a.b.c}: an absolute key path of plain names, nothing else.
