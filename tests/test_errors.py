@@ -481,6 +481,19 @@ def test_python_api_arguments_of_the_wrong_type_raise_only_config_error(kwargs: 
         verl_roles.compose(**kwargs)
 
 
+def test_a_key_set_in_a_users_option_file_is_reported_at_its_file_and_line(tmp_path):
+    """A problem with a key that a user's option file sets names that file and line (not a shipped one,
+    and not the files in general)."""
+    (tmp_path / "role" / "critic").mkdir(parents=True)
+    (tmp_path / "role" / "critic" / "slow.yaml").write_text(
+        "# @package critic\n# A slower critic.\noptim:\n  lrr: 3.0e-06\n", encoding="utf-8")
+    with pytest.raises(verl_roles.ConfigError) as info:
+        verl_roles.compose(["role/critic=slow"], config_dir=tmp_path)
+    [problem] = info.value.problems
+    assert problem.key == "critic.optim.lrr"
+    assert f"came from the file {tmp_path / 'role' / 'critic' / 'slow.yaml'}, line 4" in problem.render()
+
+
 def test_python_api_takes_a_path_object_as_config_dir(tmp_path: Path):
     """A pathlib.Path is how Python code names a folder: refusing it refused a valid input."""
     option = tmp_path / "role" / "critic" / "mine.yaml"

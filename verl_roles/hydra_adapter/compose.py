@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -190,9 +190,13 @@ class LoadedDefault:
 
 
 def defaults_layers(
-    config_name: str, overrides: Sequence[str], config_dir: str | None
+    config_name: str,
+    overrides: Sequence[str],
+    config_dir: str | None,
+    from_source: Callable[[str], bool] | None = None,
 ) -> list[LoadedDefault]:
-    """Every config file of the defaults list (Hydra's own excepted), in merge order.
+    """Every config file of the defaults list (Hydra's own excepted), in merge order; with
+    ``from_source``, only the files whose search-path entry (``file:///...``, ``pkg://...``) it accepts.
 
     Through the private loader of ``config_dir``: the defaults list is the memoized one and each file
     comes from the file cache (as a private copy: a later composition adopts the cached nodes). The
@@ -207,6 +211,10 @@ def defaults_layers(
         for default in defaults.defaults:
             if default.config_path is None or default.config_path.startswith("hydra/"):
                 continue
+            if from_source is not None:
+                cached = repo.load_config(config_path=default.config_path)
+                if cached is None or not from_source(cached.path):
+                    continue
             loaded = loader._load_single_config(default=default, repo=repo)
             config = loaded.config
             if config is repo.load_config(config_path=default.config_path).config:
@@ -240,6 +248,12 @@ def file_origin(config_name: str, overrides: Sequence[str], config_dir: str | No
         line = next((lines[k] for k in (relative, *_parents(relative)) if k in lines), None)
         return f"the file {path}" + (f", line {line}" if line else "")
     return None
+
+
+def _a_users_folder(source: str) -> bool:
+    """``source`` (a search-path entry) is a folder of the user's, not our shipped config tree."""
+    scheme, _, folder = source.partition("://")
+    return scheme == "file" and os.path.realpath(folder) != str(CONF_DIR)
 
 
 _NOTHING = object()
