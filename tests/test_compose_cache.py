@@ -89,6 +89,25 @@ def test_no_global_hydra_state_and_caller_state_kept():
 
 
 
+def test_the_api_leaves_the_callers_garbage_collector_alone_and_the_programs_tune_theirs(capsys):
+    """The programs collect garbage less often in their own process (verl_roles.program); the Python API
+    runs in the caller's process and changes nothing there."""
+    import gc
+
+    from verl_roles.main import main
+    from verl_roles.program import COLLECTOR_THRESHOLDS
+
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        verl_roles.compose(["model_engine=dp"])
+        assert gc.get_threshold() == (700, 10, 10)
+        assert main(["--help"]) == 0
+        assert gc.get_threshold() == COLLECTOR_THRESHOLDS
+    finally:
+        gc.set_threshold(*saved)
+    assert "verl_roles" in capsys.readouterr().out
+
 
 def test_a_new_config_dir_reuses_the_shipped_files_and_composes_as_read_afresh(tmp_path):
     """Each --config-dir is a set of sources of its own; the shipped files it reads are parsed once per

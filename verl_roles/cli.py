@@ -15,6 +15,7 @@ import sys
 from functools import cache
 
 from verl_roles.errors import caused_by_interrupt, interrupted_at_start
+from verl_roles.program import tune_garbage_collection
 
 try:
     from verl_roles.commands.reporting import DEBUG_FLAG, run_reporting_errors, say
@@ -102,6 +103,7 @@ def _without_command(args: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_garbage_collection()
     try:
         return _main(argv)
     except BaseException as error:  # Ctrl-C while a command loads, before its error boundary

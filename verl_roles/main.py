@@ -6,9 +6,11 @@ line and exit 130, not a traceback."""
 import sys
 
 from verl_roles.errors import caused_by_interrupt, interrupted_at_start
+from verl_roles.program import tune_garbage_collection
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_garbage_collection()
     try:
         from verl_roles.commands.main import main as run_main_job
     except BaseException as error:

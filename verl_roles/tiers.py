@@ -26,7 +26,7 @@ TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "foundation",
         (
             "errors", "installation", "key_docs", "layout", "limits", "notices", "own_types",
-            "passed_on", "releases", "suggest", "text_table", "tiers", "verl_differences",
+            "passed_on", "program", "releases", "suggest", "text_table", "tiers", "verl_differences",
         ),
     ),
     ("values", ("omegaconf_adapter",)),

@@ -1,0 +1,23 @@
+"""What a verl_roles program (``verl-roles``, ``python -m verl_roles.main``) sets up in its own process.
+
+Python's cyclic garbage collector runs after every 700 new container objects by default. A composition
+makes tens of thousands (every node of the config and its metadata, most of them alive as long as the
+composition), so a run paid for dozens of passes that found little to free. Collected after every
+100,000 new objects instead, ``python -m verl_roles.main model_engine=megatron`` took 0.33 instead of
+0.36 CPU-seconds (three runs each), and a worker of the test suite spent about 3 instead of 8 seconds in
+the collector. Only the programs' entry points call this; importing verl_roles (the Python API) leaves
+the caller's settings as they are.
+"""
+
+from __future__ import annotations
+
+import gc
+
+# New objects between two passes of the youngest generation, then passes of each older one between two
+# of the next.
+COLLECTOR_THRESHOLDS = (100_000, 50, 100)
+
+
+def tune_garbage_collection() -> None:
+    """Collect garbage less often in this (short-lived) program process."""
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
