@@ -6,7 +6,8 @@ composition), so a run paid for dozens of passes that found little to free. Coll
 100,000 new objects instead, ``python -m verl_roles.main model_engine=megatron`` took 0.33 instead of
 0.36 CPU-seconds (three runs each), and a worker of the test suite spent about 3 instead of 8 seconds in
 the collector. Only the programs' entry points call this; importing verl_roles (the Python API) leaves
-the caller's settings as they are.
+the caller's settings as they are. (The main job also freezes what importing left behind:
+:func:`verl_roles.commands.main.main`.)
 """
 
 from __future__ import annotations
