@@ -111,11 +111,7 @@ def code_slots(node: object, prefix: str = "") -> Iterator[CodeSlot]:
         name = key if type(key) is str else str(key)
         if launcher and name in SCRIPT_KEYS:
             yield CodeSlot(f"{prefix}{name}", name, _text(value))
-        elif type(value) in _LEAVES:
-            slot = _leaf_slot(prefix, name, value)
-            if slot is not None:
-                yield slot
-        elif isinstance(value, DictConfig | ListConfig | Mapping | list | tuple):
+        elif type(value) not in _LEAVES and isinstance(value, _CONTAINERS):
             yield from code_slots(value, f"{prefix}{name}.")
         else:
             slot = _leaf_slot(prefix, name, value)
@@ -123,7 +119,9 @@ def code_slots(node: object, prefix: str = "") -> Iterator[CodeSlot]:
                 yield slot
 
 
+# The types of most values: checked first, since telling them from a mapping (an ABC) costs more.
 _LEAVES = frozenset((str, int, float, bool, type(None)))
+_CONTAINERS = (DictConfig, ListConfig, Mapping, list, tuple)
 
 
 def _leaf_slot(prefix: str, name: str, value: object) -> CodeSlot | None:
