@@ -18,21 +18,24 @@ Known failures are listed, with their reason, in one table: ``tests/verl_known_f
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import functools
-import io
 import json
-import os
-import re
-import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import DATA, installed_verl_release, verl_python
+from conftest import installed_verl_release, verl_python
+from verl_judge import (
+    Case,
+    Composed,
+    DriverFailed,
+    compose_and_check,
+    control_verdict,
+    one_line,
+)
 from verl_known_failures import (
     DELIBERATE_REFUSALS,
     KNOWN_FAILURES,
@@ -40,6 +43,7 @@ from verl_known_failures import (
     deliberate_refusal,
     explaining_row,
 )
+from verl_population import MODEL, corpus_launches, launch_name, read_launch, without_verl_config_path
 
 from verl_roles import releases
 from verl_roles.cmdline import CommandLine
@@ -48,13 +52,6 @@ from verl_roles.layout import ROLE_SECTIONS
 
 pytestmark = pytest.mark.xdist_group("verl")  # one worker runs the driver once for the whole module
 
-TESTS = Path(__file__).resolve().parent
-DRIVER = TESTS / "verl_driver.py"
-EXAMPLES = DATA / "verl_examples"
-MODEL = "{model}"  # replaced by the tiny model's folder when a case is composed
-DRIVER_TIMEOUT_S = 1800
-# Worker processes the driver forks after importing verl (the 2-core CI machine: both cores).
-DRIVER_JOBS = 2
 # Cases whose control (verl's own tree, same overrides) always runs: they prove the harness sound.
 # Every other case runs its control only when a step failed that no known-failure row explains, to tell
 # whether verl's own config fails there too.
@@ -79,92 +76,16 @@ ESSENTIALS = essentials()
 # the CPU-only verl install has no vllm, so the LoRA cases roll out with sglang (which it does not ask).
 LORA_ESSENTIALS = essentials(rollout="sglang")
 
-# Keys that name a Hugging Face model or tokenizer: an example's hub id is replaced by the tiny model.
-MODEL_PATH_KEY = re.compile(r"(^|\.)(model\.(path|hf_config_path|tokenizer_path)|model_path|tokenizer_path)$")
-
-
-@dataclass(frozen=True)
-class Case:
-    """One command line: its name in test ids and in the known-failures table, its arguments for
-    verl_roles and, when they differ, for verl's own entry point (the control)."""
-
-    name: str
-    args: tuple[str, ...]
-    files: dict[str, str] = field(default_factory=dict, hash=False)  # file name -> text, next to the run
-    control_args: tuple[str, ...] | None = None
-
-    def argv(self, model_dir: Path, files_dir: Path, control: bool = False) -> list[str]:
-        args = self.control_args if control and self.control_args is not None else self.args
-        out = []
-        for arg in args:
-            arg = arg.replace(MODEL, str(model_dir))
-            for name in self.files:
-                arg = arg.replace("{" + name + "}", str(files_dir / name))
-            out.append(arg)
-        return out
-
-
-CONFIG_OPTION = re.compile(r"(--config-path|-cp|--config-name|-cn)(?:=(.*))?")
-# A --config-path naming verl's own config folder (relative paths are relative to verl's main_ppo.py).
-VERL_CONFIG_FOLDERS = ("config", "./config")
-
-
 def example_case(path: Path) -> Case:
     """A verl launch: verl_roles gets its arguments without a ``--config-path`` naming verl's own
     folder (ours is its counterpart); the control gets them as verl's launch script wrote them."""
     tokens = read_launch(path)
-    name = f"example:{path.stem}" if path.parent == EXAMPLES else f"example:{path.parent.name}/{path.stem}"
-    return Case(name, tuple(without_verl_config_path(tokens)), control_args=tuple(tokens))
-
-
-def read_launch(path: Path) -> list[str]:
-    """A launch's arguments (one a line, ``#`` comments), every model path on the tiny model."""
-    tokens = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        names_a_model = sep and MODEL_PATH_KEY.search(key.lstrip("+~"))
-        if names_a_model and value.strip().lower() not in ("null", "none", ""):
-            line = f"{key}={MODEL}"
-        tokens.append(line)
-    if not any(token.partition("=")[0].lstrip("+~") == "actor_rollout_ref.model.path" for token in tokens):
-        tokens.append(f"actor_rollout_ref.model.path={MODEL}")
-    return tokens
-
-
-def without_verl_config_path(tokens: list[str]) -> list[str]:
-    out, index = [], 0
-    while index < len(tokens):
-        option = CONFIG_OPTION.fullmatch(tokens[index])
-        if option is not None and option.group(1) in ("--config-path", "-cp"):
-            inline = option.group(2) is not None
-            value = option.group(2) if inline else (tokens[index + 1] if index + 1 < len(tokens) else "")
-            if value in VERL_CONFIG_FOLDERS:
-                index += 1 if inline else 2
-                continue
-        out.append(tokens[index])
-        index += 1
-    return out
+    return Case(launch_name(path), tuple(without_verl_config_path(tokens)), control_args=tuple(tokens))
 
 
 # The release the suite checks: the one installed where verl runs (the default when none is, and the
 # suite is then skipped). Every case is written for it.
 RELEASE = installed_verl_release() or releases.DEFAULT_RELEASE
-
-
-def verl_composes(path: Path) -> bool:
-    """Whether the release's own tree composes this launch, as frozen by scripts/freeze_verl_reference.py
-    (launches outside the frozen corpora are kept)."""
-    verdict = VERDICTS.get(path.parent.name, {}).get(path.stem)
-    return verdict is None or bool(verdict.get("composes"))
-
-
-VERDICTS_FILE = DATA / f"verl-{RELEASE}" / "examples_verdicts.json"
-VERDICTS: dict[str, dict[str, Any]] = (
-    json.loads(VERDICTS_FILE.read_text(encoding="utf-8"))["verdicts"] if VERDICTS_FILE.exists() else {}
-)
 
 
 SLIME_FILE = """\
@@ -246,7 +167,7 @@ def all_cases() -> list[Case]:
         for variant in VARIANTS
         if named_release(variant.composition.overrides) in (None, RELEASE)
     ]
-    examples = [example_case(path) for path in sorted(EXAMPLES.rglob("*.txt")) if verl_composes(path)]
+    examples = [example_case(path) for path in corpus_launches(RELEASE)]
     return [for_release(case) for case in variants + examples + list(SPECIAL_CASES)]
 
 
@@ -275,37 +196,7 @@ CHECKED = CASES + [
 
 
 # --------------------------------------------------------------------------------------------------
-# Finding verl.
-
-
-def driver_env(home: Path) -> dict[str, str]:
-    """Offline, no user cache, fixed hash seed: nothing downloaded, nothing read from the machine."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "HYDRA_", "VERL_"))}
-    env.update(
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
-        HF_HOME=str(home / "hf_home"),
-        TOKENIZERS_PARALLELISM="false",
-        PYTHONHASHSEED="0",
-        VERL_LOGGING_LEVEL="WARNING",
-    )
-    return env
-
-
-# --------------------------------------------------------------------------------------------------
 # Composing and checking.
-
-
-@dataclass
-class Composed:
-    """A case composed by the main job: the arguments as typed, the exit code, stderr, the run dir."""
-
-    argv: list[str]
-    exit_code: int
-    stderr: str
-    run_dir: Path
-    files_dir: Path
 
 
 @dataclass
@@ -316,84 +207,17 @@ class Acceptance:
     seconds: dict[str, float]
 
 
-def compose_case(case: Case, model_dir: Path, work: Path, index: int) -> Composed:
-    """``python -m verl_roles.main ARGS`` in this process, writing ``work/runs/<index>``."""
-    from verl_roles.main import main
-
-    files_dir = work / "files" / str(index)
-    for name, text in case.files.items():
-        (files_dir / name).parent.mkdir(parents=True, exist_ok=True)
-        (files_dir / name).write_text(text, encoding="utf-8")
-    run_dir = work / "runs" / str(index)
-    argv = case.argv(model_dir, files_dir)
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([*argv, f"hydra.run.dir={run_dir}", "hydra/job_logging=none", "hydra/hydra_logging=none"])
-    return Composed(argv=argv, exit_code=code, stderr=err.getvalue(), run_dir=run_dir, files_dir=files_dir)
-
-
-def driver_case(case: Case, composed: Composed, model_dir: Path) -> dict[str, Any]:
-    """What the driver needs of one case (no run directory when verl_roles refused the overrides).
-
-    The control (verl's own tree on the same overrides) runs for the harness cases, and otherwise
-    only where a failure is not explained by the known-failures table: the driver decides that for
-    verl's steps; a refusal by verl_roles is decided here."""
+def control_policy(case: Case, composed: Composed) -> str:
+    """When the driver runs the control (verl's own tree on the same overrides) for a case: always for
+    the harness cases, and otherwise only where a failure is not explained by the known-failures table:
+    the driver decides that for verl's steps; a refusal by verl_roles is decided here."""
     policy = "always" if TWINS.get(case.name, case.name) in HARNESS_CONTROLS else "on unknown failure"
     if composed.exit_code != 0 and policy != "always":
         error = one_line(composed.stderr)
         explained = (explaining_row(case.name, "compose", error)
                      or deliberate_refusal(case.name, error, RELEASE))
         policy = "never" if explained else "always"
-    return {
-        "name": case.name,
-        "run_dir": str(composed.run_dir) if composed.exit_code == 0 else None,
-        "control_overrides": case.argv(model_dir, composed.files_dir, control=True),
-        "control": policy,
-    }
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def compose_and_check(
-    python: str, work: Path, cases: list[Case], model_dir: Path
-) -> tuple[dict[str, Composed], dict[str, Any]]:
-    """Compose every case in this process and hand each to one driver process as soon as it is
-    written, so verl's import and the first checks overlap the composing."""
-    manifest = {
-        "jobs": DRIVER_JOBS,
-        "known_failures": [[row.cases, row.steps, row.error] for row in KNOWN_FAILURES],
-        "model_dir": str(model_dir),
-        "work_dir": str(work),
-    }
-    manifest_path, results_path, log_path = work / "manifest.json", work / "results.json", work / "driver.log"
-    manifest_path.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    composed: dict[str, Composed] = {}
-    with log_path.open("w", encoding="utf-8") as log:
-        driver = subprocess.Popen(
-            [python, str(DRIVER), str(manifest_path), str(results_path)],
-            cwd=work,
-            env=driver_env(work),
-            stdin=subprocess.PIPE,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        try:
-            for index, case in enumerate(cases):
-                composed[case.name] = compose_case(case, model_dir, work, index)
-                driver.stdin.write(json.dumps(driver_case(case, composed[case.name], model_dir)) + "\n")
-                driver.stdin.flush()
-            driver.stdin.close()
-            code = driver.wait(timeout=DRIVER_TIMEOUT_S)
-        finally:
-            if driver.poll() is None:
-                driver.kill()
-    if code != 0 or not results_path.exists():
-        tail = log_path.read_text(encoding="utf-8")[-4000:]
-        pytest.fail(f"the verl driver failed (exit {code}):\n{tail}")
-    return composed, json.loads(results_path.read_text(encoding="utf-8"))
+    return policy
 
 
 @pytest.fixture(scope="module")
@@ -405,7 +229,11 @@ def acceptance(tmp_path_factory: pytest.TempPathFactory) -> Acceptance:
 
     work = tmp_path_factory.mktemp("verl_acceptance")
     started = time.perf_counter()
-    composed, results = compose_and_check(python, work, CHECKED, work / "model")
+    known = [[row.cases, row.steps, row.error] for row in KNOWN_FAILURES]
+    try:
+        composed, results = compose_and_check(python, work, CHECKED, work / "model", control_policy, known)
+    except DriverFailed as error:
+        pytest.fail(str(error))
     seconds = {"compose and check": time.perf_counter() - started}
     return Acceptance(work=work, composed=composed, results=results, seconds=seconds)
 
@@ -428,34 +256,6 @@ def failures_of(name: str, acceptance: Acceptance) -> list[Failure]:
     if "driver_error" in result:
         pytest.fail(f"the verl driver crashed on {name}:\n{result['driver_error']}")
     return [Failure(step["step"], step["error"]) for step in result["steps"] if step["status"] == "failed"]
-
-
-def control_verdict(result: dict[str, Any]) -> tuple[str, dict[str, str]]:
-    """What verl's own config tree did with the same overrides: ``runs``, ``cannot compose`` (keys
-    only verl_roles has) or ``refuses``; and the steps that failed there too."""
-    steps = {step["step"]: step for step in result.get("control", {}).get("steps", [])}
-    entry = steps.get("entry_point")
-    failed = {name: step.get("error", "") for name, step in steps.items() if step["status"] == "failed"}
-    if entry is None or entry["status"] == "ok":
-        return "runs", failed
-    if is_composition_error(entry.get("error", "")):
-        return "cannot compose", failed
-    return "refuses", failed
-
-
-COMPOSITION_ERRORS = (
-    "ConfigCompositionException",
-    "ConfigAttributeError",
-    "ConfigKeyError",
-    "MissingConfigException",
-    "OverrideParseException",
-    "ValidationError",
-    "ConfigTypeError",
-)
-
-
-def is_composition_error(error: str) -> bool:
-    return error.split(":", 1)[0] in COMPOSITION_ERRORS
 
 
 def known_row(case: str, failure: Failure) -> KnownFailure | None:
