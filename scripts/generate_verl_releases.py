@@ -222,7 +222,9 @@ def build(reference: Path, trees: dict[str, OurTree], every_release: dict[str, s
             if inferred is not None and engine not in per_path.get(path, {}) and not refs(value):
                 per_path.setdefault(path, {})[engine] = inferred
     types = _by_engine(per_path)
+    inert = (reference / "inert.json")
     return {
+        "inert": load("inert.json", reference)["rows"] if inert.is_file() else {},
         "converted": {path: sorted(engines) for path, engines in sorted(converted.items())},
         "generated_by": f"scripts/generate_verl_releases.py from tests/data/verl-{meta['verl_version']}/",
         "layer": layers,
