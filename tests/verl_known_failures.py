@@ -111,6 +111,20 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
     ),
     DeliberateRefusal(
         "*",
+        "whatever resolved.yaml shows",
+        "two Ulysses sizes typed for one role (the role-level key and its FSDP block's): verl runs the "
+        "role-level one silently (FSDPActorConfig.__post_init__, workers/config/actor.py), so resolved.yaml "
+        "would show a size the run does not use; one spelling is asked for",
+    ),
+    DeliberateRefusal(
+        "*",
+        "no setting lets them differ",
+        "actor and critic with different Megatron parallel sizes: verl builds the critic in the actor's "
+        "worker process, where Megatron-Core's parallel state is set once, by the first engine built "
+        "(workers/engine/megatron/transformer_impl.py); verl takes the config up to Ray",
+    ),
+    DeliberateRefusal(
+        "*",
         "reference engine would get no micro batch",
         "the reference's deprecated global log-prob micro batch alone: verl's worker hands its engine only "
         "the per-GPU size (workers/engine_workers.py, init_model), None here, so the first reference "

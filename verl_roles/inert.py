@@ -159,7 +159,7 @@ def _scoped_clause(clause: Clause, scope: str | None) -> Clause:
 
 def _selector_setting(row: Row, scope: str | None, cfg: DictConfig) -> str:
     if row.selector is None:
-        return "whatever the other settings are"
+        return ""
     key = _scoped(row.selector, scope)
     return f"{key}={_shown(get(cfg, key))}"
 
@@ -177,8 +177,9 @@ def warnings_for(found: Iterable[InertValue], release: str) -> list[str]:
         keys = ", ".join(f"{v.key} ({v.origin})" for v in values)
         lines = ", ".join(cited[row_id][:2])
         scope = _scope_of(row, values[0].key)
+        here = f"here {setting}, and " if setting else ""
         messages.append(
-            f"{keys} would do nothing: here {setting}, and {_scoped(row.reason, scope)} (verl {release}: "
+            f"{keys} would do nothing: {here}{_scoped(row.reason, scope)} (verl {release}: "
             f"{lines}). Fix: {_scoped(row.fix, scope)}.")
     return messages
 
