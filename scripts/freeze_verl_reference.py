@@ -937,6 +937,7 @@ def enums_record(verl: Any, sources: SourceLog) -> JSONValue:
         "reward_manager": reward_managers,
         "reward_manager_legacy_workers": legacy_reward_managers,
         "loss_agg_mode": loss_agg_modes,
+        "mcore_optimizer_dtype": mcore_optimizer_dtypes,
         "tracking_backend": tracking_backends,
         "resume_mode": resume_modes,
         "warmup_style": warmup_styles,
@@ -1036,6 +1037,28 @@ def loss_agg_modes(verl: Any, sources: SourceLog) -> JSONValue:
                 "source": f"{rel}:{node.lineno} (valid_loss_agg_modes checked by ActorConfig)",
             }
     return {"absent": "no valid_loss_agg_modes list in the module", "source": rel}
+
+
+def mcore_optimizer_dtypes(verl: Any, sources: SourceLog) -> JSONValue:
+    """allowed_dtypes in verl/workers/config/optimizer.py
+
+    The dtypes ``McoreOptimizerConfig.__post_init__`` asserts its main_grads / exp_avg / exp_avg_sq dtypes
+    against (a local set literal in its source)."""
+    module = importlib.import_module("verl.workers.config.optimizer")
+    path = Path(module.__file__).resolve()
+    rel = sources.record(path)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "allowed_dtypes"
+            and isinstance(node.value, ast.Set | ast.List | ast.Tuple)
+        ):
+            values = sorted(e.value for e in node.value.elts if isinstance(e, ast.Constant))
+            return {"values": values,
+                    "source": f"{rel}:{node.lineno} (allowed_dtypes asserted by McoreOptimizerConfig)"}
+    return {"absent": "no allowed_dtypes set in the module", "source": rel}
 
 
 def tracking_backends(verl: Any, sources: SourceLog) -> JSONValue:
@@ -1537,9 +1560,16 @@ def inert_record(verl: Any, sources: SourceLog) -> JSONValue:
     return {"rows": rows, "not_found": not_found}
 
 
-def refreeze_inert(verl: Any, version: str, out_dir: Path) -> int:
-    """``--inert-only``: inert.json written again from the installed verl, the rest of the frozen reference
-    kept (meta.json records the hashes of the anchors' files beside the others)."""
+# The files ``--only`` can freeze on their own (each needs nothing but verl's source).
+PARTIAL = {
+    "inert.json": lambda verl, sources: inert_record(verl, sources),
+    "enums.json": lambda verl, sources: enums_record(verl, sources),
+}
+
+
+def refreeze(verl: Any, version: str, out_dir: Path, names: list[str]) -> int:
+    """``--only``: the named files written again from the installed verl, the rest of the frozen reference
+    kept (meta.json records the hashes of the files they were read from beside the others)."""
     meta_path = out_dir / "meta.json"
     if not meta_path.is_file():
         raise UsageError(f"no frozen reference at {out_dir}: freeze the whole release first")
@@ -1547,13 +1577,13 @@ def refreeze_inert(verl: Any, version: str, out_dir: Path) -> int:
     if meta.get("verl_version") != version:
         raise UsageError(f"{out_dir} is verl {meta.get('verl_version')}'s reference, not {version}'s")
     sources = SourceLog(verl_root(verl))
-    files = {"inert.json": inert_record(verl, sources)}
+    files = {name: PARTIAL[name](verl, sources) for name in names}
     meta["sources_sha256"] = dict(sorted({**meta["sources_sha256"], **sources.hashes}.items()))
-    meta["files"] = sorted({*meta["files"], "inert.json"})
+    meta["files"] = sorted({*meta["files"], *names})
     files["meta.json"] = meta
     for name, content in files.items():
         (out_dir / name).write_text(dump(content, inline_depth_of(name)), encoding="utf-8")
-    print(f"wrote {out_dir / 'inert.json'} for verl {version}: {len(files['inert.json']['rows'])} rows")
+    print(f"wrote {', '.join(names)} of {out_dir} for verl {version}")
     return 0
 
 
@@ -1842,10 +1872,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="examples corpus whose verdicts are recorded (default tests/data/verl_examples/)",
     )
     parser.add_argument(
-        "--inert-only",
-        action="store_true",
-        help="freeze only inert.json (the lines of verl_roles/inert_table.py's anchors) into the installed "
-        "release's reference, keeping the rest of it (meta.json gains the anchors' source hashes)",
+        "--only",
+        choices=sorted(PARTIAL),
+        action="append",
+        help="freeze only this file of the installed release's reference (repeatable), keeping the rest "
+        "(meta.json gains the hashes of the files it was read from)",
     )
     parser.add_argument(
         "--compare-installed",
@@ -1882,8 +1913,8 @@ def main(argv: list[str] | None = None) -> int:
             compared_release(args.compare_installed) if comparing else version
         )
         frozen = load_frozen(out_dir) if comparing else None
-        if args.inert_only and not comparing:
-            return refreeze_inert(verl, version, out_dir)
+        if args.only and not comparing:
+            return refreeze(verl, version, out_dir, args.only)
         files = build_reference(verl, version, args.examples_dir)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -61,6 +61,7 @@ NAME_LISTS = {
     "policy_loss_mode": "policy_loss_mode",
     "reward_manager": "reward_manager",
     "loss_agg_mode": "loss_agg_mode",
+    "mcore_optimizer_dtype": "mcore_optimizer_dtype",
     "tracking_backend": "tracking_backend",
     "resume_mode": "resume_mode",
     "warmup_style": "warmup_style",

@@ -355,6 +355,13 @@ def test_what_verl_refuses_before_training_is_refused(overrides: list[str], key:
     assert phrase in found[key], found[key]
 
 
+def test_a_megatron_optimizer_dtype_verl_does_not_accept_is_refused_even_unused():
+    # McoreOptimizerConfig asserts the dtype whether or not the precision-aware optimizer reads it.
+    found = problems(["model_engine=megatron", f"{A}.optim.exp_avg_dtype=fp16"])
+    assert "Expected one of 32, bf16, bfloat16, float32, fp32" in found[f"{A}.optim.exp_avg_dtype"]
+    compose_quietly(["model_engine=megatron", f"{A}.optim.exp_avg_dtype=bf16"])
+
+
 def test_batching_by_tokens_needs_no_micro_batch():
     cfg, _ = compose_quietly([f"{A}.use_dynamic_bsz=true",
                               f"{A}.ppo_micro_batch_size_per_gpu=null",
