@@ -57,7 +57,7 @@ class DeliberateRefusal:
 
 DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
     DeliberateRefusal(
-        "example:*mindspeed*",
+        "*",
         "is not one verl_roles offers",
         "model_engine=mindspeed: the Ascend NPU engine of the releases that ship it; verl_roles offers the "
         "GPU engines (verl_roles/verl_differences.py, ENGINES_NOT_OFFERED)",
@@ -108,6 +108,14 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "Ray, but Megatron-Core's parallel state belongs to the process and verl sets it from the first "
         "engine built only (workers/engine/megatron/transformer_impl.py, `if mpu.is_initialized(): return`), "
         "so the other role builds its model against process groups of another layout",
+    ),
+    DeliberateRefusal(
+        "*",
+        "TP*PP*CP = ",
+        "a Megatron layout whose TP*PP*CP does not divide the GPUs: verl's validate_config checks only the "
+        "actor's, and only with static batches (verl/utils/config.py); otherwise verl takes the config up "
+        "to Ray and Megatron-Core's initialize_model_parallel refuses the world size when the worker builds "
+        "its engine",
     ),
     DeliberateRefusal(
         "*",
