@@ -84,15 +84,16 @@ class Normaliser:
     def __call__(self, error: BaseException) -> str:
         return self.text(f"{type(error).__name__}: {error}")
 
-    def where(self, error: BaseException) -> dict[str, str]:
-        """The innermost frame of verl that the error passed through: ``at`` (verl/FILE:LINE) and
-        ``code`` (that line), so a bare ``assert`` still says what it checks."""
+    def described(self, error: BaseException) -> dict[str, str]:
+        """``error`` (verl's text; a bare ``assert`` gets its own line), and the innermost frame of verl
+        it passed through: ``at`` (verl/FILE:LINE) and ``code`` (that line)."""
         frames = [frame for frame in traceback.extract_tb(error.__traceback__) if _verl_file(frame.filename)]
         if not frames:
-            return {}
+            return {"error": self(error)}
         frame = frames[-1]
-        code = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
-        return {"at": f"{_verl_file(frame.filename)}:{frame.lineno}", "code": self.text(code)}
+        code = self.text((frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip())
+        text = self(error) if str(error) else f"{type(error).__name__}: {code}"
+        return {"error": text, "at": f"{_verl_file(frame.filename)}:{frame.lineno}", "code": code}
 
 
 def _verl_file(path: str) -> str | None:
@@ -120,7 +121,8 @@ class Steps:
         self.steps.append(entry)
 
     def failed(self, step: str, error: BaseException, normalise: Normaliser) -> None:
-        self.record(step, "failed", normalise(error), **normalise.where(error))
+        described = normalise.described(error)
+        self.record(step, "failed", described.pop("error"), **described)
 
     def first_failure(self) -> dict[str, Any] | None:
         return next((step for step in self.steps if step["status"] == "failed"), None)
@@ -514,7 +516,7 @@ def in_child(action: Callable[[], str], normalise: Normaliser) -> dict[str, str]
         try:
             outcome = {"reason": quietly(action)}
         except BaseException as error:  # noqa: BLE001 - reported to the parent
-            outcome = {"error": normalise(error), **normalise.where(error)}
+            outcome = normalise.described(error)
         with os.fdopen(write_end, "w", encoding="utf-8") as out:
             out.write(json.dumps(outcome))
         os._exit(0)
@@ -623,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
         answer: dict[str, Any] = {"verl_version": quietly(verl_version)}
         quietly(_import_checks)
     except Exception as error:  # noqa: BLE001 - the checks cannot run: said as such, not as verl's refusal
-        answer = {"error": normalise(error), **normalise.where(error)}
+        answer = normalise.described(error)
     else:
         steps, _ = check_run_dir(args.run_dir, made, normalise)
         answer["steps"] = steps.steps
