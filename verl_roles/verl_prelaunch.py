@@ -392,18 +392,21 @@ def worker_roles(cfg: Any) -> tuple[str, ...]:
     from verl.trainer.ppo.utils import need_reference_policy
 
     with_ref = need_reference_policy(cfg) and not ref_in_actor(cfg)
-    if separate_async(cfg) and not cfg.actor_rollout_ref.get("hybrid_engine", True) and _hybrid_switch():
+    if separate_async(cfg) and not cfg.actor_rollout_ref.get("hybrid_engine", True) and _hybrid_switch(cfg):
         return ("actor", "ref") if with_ref else ("actor",)
     return ("actor_rollout_ref",) if with_ref else ("actor_rollout",)
 
 
-def _hybrid_switch() -> bool:
-    """Whether the installed separate_async trainer reads ``hybrid_engine`` (verl 0.9.1 does)."""
+def _hybrid_switch(cfg: Any) -> bool:
+    """Whether the installed trainer of the run's v1 mode reads ``hybrid_engine`` (verl 0.9.1's
+    separate_async trainer does), as verl's main_ppo picks the trainer (get_trainer_cls)."""
     try:
-        from verl.trainer.ppo.v1.trainer_separate_async import SeparateAsyncTrainer
-    except ImportError:
+        import verl.trainer.ppo.v1  # noqa: F401 - registers the trainers
+        from verl.trainer.ppo.v1.trainer_base import get_trainer_cls
+
+        return hasattr(get_trainer_cls(cfg.trainer.v1.trainer_mode), "_enable_hybrid_replicas")
+    except (ImportError, ValueError):
         return False
-    return hasattr(SeparateAsyncTrainer, "_enable_hybrid_replicas")
 
 
 def engine_only_worker(not_built: list[str]) -> type:
@@ -623,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         made = release_conversions(args.release_data)
         answer: dict[str, Any] = {"verl_version": quietly(verl_version)}
-        quietly(_import_checks)
+        quietly(import_checks)
     except Exception as error:  # noqa: BLE001 - the checks cannot run: said as such, not as verl's refusal
         answer = normalise.described(error)
     else:
@@ -634,10 +637,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _import_checks() -> None:
-    """Everything the steps import from verl, imported first: a verl that lacks any of it cannot be
-    checked (and its trainer would stop on the same import)."""
+def import_checks() -> None:
+    """Everything the steps import, imported once before any step forks (a forked step then starts
+    warm): a verl that lacks any of it cannot be checked (and its trainer would stop on the same import).
+    verl's FSDP engine constructor calls ``torch.compile``, whose first call imports torch's compiler
+    stack (8 seconds on a small machine): imported here too."""
+    import torch._dynamo  # noqa: F401
+    import torch._inductor.compile_fx  # noqa: F401
     import torch.distributed  # noqa: F401
+    import verl.workers.engine  # noqa: F401 - registers the engines (FSDP's imports peft)
     import verl.workers.engine_workers  # noqa: F401
     from torch.testing._internal.distributed.fake_pg import FakeStore  # noqa: F401
     from verl.trainer.ppo.utils import need_critic, need_reference_policy  # noqa: F401
@@ -646,4 +654,3 @@ def _import_checks() -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
-
