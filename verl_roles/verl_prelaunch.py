@@ -87,13 +87,27 @@ class Normaliser:
     def described(self, error: BaseException) -> dict[str, str]:
         """``error`` (verl's text; a bare ``assert`` gets its own line), and the innermost frame of verl
         it passed through: ``at`` (verl/FILE:LINE) and ``code`` (that line)."""
-        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if _verl_file(frame.filename)]
+        frames = _verl_frames(error)
         if not frames:
             return {"error": self(error)}
         frame = frames[-1]
         code = self.text((frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip())
         text = self(error) if str(error) else f"{type(error).__name__}: {code}"
         return {"error": text, "at": f"{_verl_file(frame.filename)}:{frame.lineno}", "code": code}
+
+
+def _verl_frames(error: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of verl that raised ``error``, from the deepest error of its chain that verl raised
+    (hydra's ``instantiate`` wraps what a dataclass of verl asserts)."""
+    found: list[traceback.FrameSummary] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        frames = traceback.extract_tb(current.__traceback__)
+        found = [frame for frame in frames if _verl_file(frame.filename)] or found
+        current = current.__cause__ or current.__context__
+    return found
 
 
 def _verl_file(path: str) -> str | None:

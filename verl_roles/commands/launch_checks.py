@@ -198,7 +198,8 @@ def keys_named(text: str, values: dict[str, Any], scope: str) -> list[str]:
                 break
             if matches:
                 break
-    return found
+    # A section named beside keys under it (hydra's full_key of a dataclass) adds nothing.
+    return [key for key in found if not any(other.startswith(key + ".") for other in found)]
 
 
 def _keys(run_dir: Path) -> dict[str, Any]:
