@@ -317,6 +317,82 @@ def test_a_run_dir_is_left_as_it_was_when_verls_checks_refuse(
     assert folder_state(job) == before
 
 
+# A stand-in for verl's Python that answers verl's checks with a given answer: the probe and the trainer
+# run in this Python (with the fake verl on the path), the checks file prints ANSWER.
+ANSWERING = """#!/bin/sh
+case "$1" in
+  *verl_prelaunch.py) cat {answer}; exit {code};;
+esac
+exec {python} "$@"
+"""
+
+
+def answering_python(tmp_path: Path, answer: dict | str, code: int = 0) -> Path:
+    (tmp_path / "answer.json").write_text(answer if isinstance(answer, str) else json.dumps(answer),
+                                          encoding="utf-8")
+    python = tmp_path / "answering" / "python"
+    python.parent.mkdir()
+    python.write_text(ANSWERING.format(answer=tmp_path / "answer.json", code=code, python=sys.executable),
+                      encoding="utf-8")
+    python.chmod(0o755)
+    return python
+
+
+def steps(*failed: dict[str, str], reason: str = "") -> dict:
+    """An answer of verl's checks: validate_config and one conversion pass, then ``failed``."""
+    ok = [{"step": "validate_config", "status": "ok"}, {"step": "convert critic", "status": "ok"},
+          {"step": "worker init_model", "status": "ok", "reason": reason}]
+    return {"verl_version": DEFAULT, "steps": ok[: 3 - len(failed)] + list(failed)}
+
+
+def test_verls_refusal_is_one_paragraph_naming_the_step_the_keys_and_their_values(
+    trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    assertion = "assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz"
+    refused = {"step": "worker init_model", "status": "failed", "error": f"AssertionError: {assertion}",
+               "at": "verl/workers/engine_workers.py:616", "code": assertion}
+    python = answering_python(tmp_path, steps(refused))
+    line = ["--verl-python", str(python), "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true", *QUIET]
+    code, out, err = launch(line, capsys, verl_checks=True)
+    assert code == 2 and not trainer.exists()
+    [paragraph] = [line for line in err.strip().splitlines() if not line.startswith("verl_roles warning")]
+    assert paragraph.startswith(
+        "verl_roles error: actor_rollout_ref.actor.use_dynamic_bsz, actor_rollout_ref.rollout.log_prob_use_"
+        f"dynamic_bsz: verl {DEFAULT} refuses the run in `worker init_model`")
+    assert "(verl/workers/engine_workers.py:616)" in paragraph
+    assert ("the run has actor_rollout_ref.actor.use_dynamic_bsz=false, "
+            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true") in paragraph
+    assert "nothing was written and nothing was started. Fix: change `actor_rollout_ref.actor" in paragraph
+    assert "starting verl" not in out
+    assert list(Path.cwd().iterdir()) == []
+
+
+def test_a_run_verl_accepts_is_said_in_one_line_with_what_was_not_evaluated_then_trained(
+    trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    python = answering_python(tmp_path, steps(reason="role actor_rollout; not evaluated: the engine"))
+    code, out, _ = launch(["--verl-python", str(python), *QUIET], capsys, verl_checks=True)
+    assert code == 0 and trainer.exists()
+    assert (f"verl_roles: verl {DEFAULT} accepts the run before Ray (validate_config, 1 conversion, "
+            "worker init_model; ") in out
+    assert "; not evaluated here: the engine" in out
+    assert out.index("accepts the run") < out.index("starting verl")
+    assert len(run_dirs(Path.cwd())) == 1
+
+
+@pytest.mark.parametrize("answer", ["not json", {"error": "ModuleNotFoundError: No module named 'torch'"}])
+def test_checks_that_cannot_run_are_refused_with_what_happened(
+    trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], answer: dict | str
+):
+    python = answering_python(tmp_path, answer, code=1 if answer == "not json" else 0)
+    code, _, err = launch(["--verl-python", str(python), *QUIET], capsys, verl_checks=True)
+    assert code == 2 and not trainer.exists()
+    paragraph = err.strip().splitlines()[-1]
+    assert "verl: could not run its own checks of the run in" in paragraph and SKIP_CHECKS in paragraph
+    assert ("exit code 1" if answer == "not json" else "No module named 'torch'") in paragraph
+    assert list(Path.cwd().iterdir()) == []
+
+
 def folder_state(folder: Path) -> dict[str, tuple[int, bytes]]:
     """Every file under ``folder`` with its modification time and content."""
     return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())

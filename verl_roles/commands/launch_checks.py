@@ -24,7 +24,7 @@ from typing import Any
 
 from verl_roles import releases
 from verl_roles.commands.reporting import say
-from verl_roles.errors import ConfigError, Problem, one_paragraph
+from verl_roles.errors import ConfigError, Problem, counted, one_paragraph
 
 # How long verl's checks may take (importing verl is most of it: 10 to 20 seconds on a small machine;
 # the model's config and tokenizer are read from its path, or fetched from the hub as verl would).
@@ -55,7 +55,7 @@ class Verdict:
         ran = [step for step in self.steps if step["status"] == "ok"]
         conversions = sum(step["step"].startswith("convert ") for step in ran)
         named = [step["step"] for step in ran if not step["step"].startswith("convert ")]
-        parts = [*named[:1], f"{conversions} conversions", *named[1:]]
+        parts = [*named[:1], counted(conversions, "conversion"), *named[1:]]
         unchecked = sorted({reason.split("not evaluated: ", 1)[1] for step in ran
                             if "not evaluated: " in (reason := str(step.get("reason", "")))})
         tail = f"; not evaluated here: {'; '.join(unchecked)}" if unchecked else ""
