@@ -422,7 +422,8 @@ def real_verl(tmp_path_factory: pytest.TempPathFactory) -> RealVerl:
     if python is None:
         pytest.skip(why)
     work = tmp_path_factory.mktemp("launch_checks")
-    env = ray_env(work)
+    # Offline as the Ray runs, without HYDRA_FULL_ERROR (which asks verl_roles for tracebacks too).
+    env = {key: value for key, value in ray_env(work).items() if key != "HYDRA_FULL_ERROR"}
     model = work / "model"
     driver = str(Path(__file__).resolve().parent / "verl_driver.py")
     subprocess.run([python, driver, "--build-model", str(model)], env=env, check=True, timeout=300)
@@ -555,6 +556,9 @@ RAY_COMMON = (
     "data.train_batch_size=4",
     "trainer.n_gpus_per_node=1",
     "trainer.nnodes=1",
+    # The rollout's TP*DP*PP must divide the GPUs (verl's worker asserts it in init_model, which launch's
+    # checks run before Ray; the default TP of 2 does not divide one GPU).
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
     "trainer.logger=[console]",
     # verl's TransferQueue starts one Ray actor per storage unit (8 by default): one is enough here.
     "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
