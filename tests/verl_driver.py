@@ -415,7 +415,7 @@ def main(manifest_path: str, results_path: str) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import verl
 
-    quietly(prelaunch.import_checks)  # before the pool forks: every worker, and every step, starts warm
+    quietly(lambda: prelaunch.import_checks(warm=True))  # before the pool forks: every step starts warm
     build_tiny_model(model_dir)
     verl_root = Path(verl.__file__).resolve().parent
     normalise = Normaliser({str(model_dir): "<model>", str(work_dir): "<work>", str(verl_root): "<verl>"})

@@ -651,19 +651,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def import_checks() -> None:
-    """Everything the steps import, imported once before any step forks (a forked step then starts
-    warm): a verl that lacks any of it cannot be checked (and its trainer would stop on the same import).
-    verl's FSDP engine constructor calls ``torch.compile``, whose first call imports torch's compiler
-    stack (8 seconds on a small machine): imported here too."""
-    import torch._dynamo  # noqa: F401
-    import torch._inductor.compile_fx  # noqa: F401
+def import_checks(warm: bool = False) -> None:
+    """Everything the steps import from verl: a verl that lacks any of it cannot be checked (and its
+    trainer would stop on the same import). ``warm``: also what a step imports on its first engine, once,
+    before many steps fork (the acceptance suite's driver): verl's engines, and torch's compiler stack,
+    which verl's FSDP engine constructor reaches through ``torch.compile`` (8 seconds on a small
+    machine; a single run imports it in its step only when it builds an FSDP engine)."""
     import torch.distributed  # noqa: F401
-    import verl.workers.engine  # noqa: F401 - registers the engines (FSDP's imports peft)
     import verl.workers.engine_workers  # noqa: F401
     from torch.testing._internal.distributed.fake_pg import FakeStore  # noqa: F401
     from verl.trainer.ppo.utils import need_critic, need_reference_policy  # noqa: F401
     from verl.utils.config import omega_conf_to_dataclass, validate_config  # noqa: F401
+
+    if warm:
+        import torch._dynamo  # noqa: F401
+        import torch._inductor.compile_fx  # noqa: F401
+        import verl.workers.engine  # noqa: F401 - registers the engines (FSDP's imports peft)
 
 
 if __name__ == "__main__":
