@@ -41,7 +41,8 @@ from pathlib import Path
 
 from verl_roles import releases
 from verl_roles.cmdline import CommandLine
-from verl_roles.commands.launch_checks import ends_with, run_checks
+from verl_roles.commands.child_processes import ends_with, finish_within
+from verl_roles.commands.launch_checks import run_checks
 from verl_roles.commands.main import MAIN_FLAGS, BeforeCommit, run_main_job
 from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation, Words
@@ -130,21 +131,16 @@ def probe_verl(python: str) -> VerlProbe | None:
                                  stderr=subprocess.PIPE, text=True, process_group=0)
     except OSError:
         return None
-    try:
-        out, _ = probe.communicate(timeout=PROBE_SECONDS)
-    except BaseException as error:  # the time-out, Ctrl-C: the probe and all it started end here
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(probe.pid, signal.SIGKILL)
-        probe.communicate()
-        if not isinstance(error, subprocess.TimeoutExpired):
-            raise
+    finished = finish_within(probe, PROBE_SECONDS)  # the time-out, Ctrl-C: the probe and all it started end
+    if finished is None:
         raise ConfigError([Problem(
             key=VERL_PYTHON.name,
             message=f"{python} did not say within {PROBE_SECONDS} seconds whether it has verl (it was asked "
             "to read verl's package metadata, not to import it); nothing was written and nothing was started",
             fix=f"check that it starts (`{python} -c pass`), or pass the Python of your verl environment "
             "with --verl-python",
-        )]) from None
+        )])
+    out, _ = finished
     if probe.returncode != 0:
         return None
     lines = out.strip().splitlines()
@@ -363,7 +359,7 @@ def composed_in(run_dir: Path) -> Path:
 def run_trainer(command: list[str], workdir: Path) -> int:
     """Run verl's trainer in its own process group and wait for it; Ctrl-C, SIGTERM and SIGHUP sent to
     launch reach the trainer and everything it started, so stopping launch stops the training; killed
-    outright, launch takes the trainer's process with it (:func:`launch_checks.ends_with`)."""
+    outright, launch takes the trainer's process with it (:func:`child_processes.ends_with`)."""
     process = subprocess.Popen(command, cwd=workdir, process_group=0,
                                preexec_fn=ends_with(os.getpid()))  # noqa: PLW1509 - no threads here
 

@@ -10,12 +10,10 @@ can be told), and a fix. A Python whose verl cannot run the checks is refused th
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from verl_roles import releases
+from verl_roles.commands.child_processes import ends_with, finish_within
 from verl_roles.commands.reporting import say
 from verl_roles.errors import ConfigError, Problem, counted, one_paragraph
 
@@ -95,14 +94,8 @@ def _run(command: list[str], workdir: Path, python: str) -> tuple[str, str, int]
     process = subprocess.Popen(command, cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, process_group=0,
                                preexec_fn=ends_with(os.getpid()))  # noqa: PLW1509 - no threads here
-    try:
-        out, err = process.communicate(timeout=CHECK_SECONDS)
-    except BaseException as error:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        if not isinstance(error, subprocess.TimeoutExpired):
-            raise
+    finished = finish_within(process, CHECK_SECONDS)
+    if finished is None:
         raise ConfigError([Problem(
             key="verl",
             message=f"did not finish its checks of the run within {CHECK_SECONDS} seconds in {python} (they "
@@ -110,7 +103,8 @@ def _run(command: list[str], workdir: Path, python: str) -> tuple[str, str, int]
             "started",
             fix="check that the model path is reachable from this machine, or add --skip-verl-checks to "
             "start verl's trainer without them",
-        )]) from None
+        )])
+    out, err = finished
     return out, err, process.returncode
 
 
@@ -225,22 +219,3 @@ def _keys(run_dir: Path) -> dict[str, Any]:
 
 def _text(value: Any) -> str:
     return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def ends_with(parent: int):  # noqa: ANN202 - a preexec function
-    """What a process launch starts (verl's checks, the trainer) runs before it starts: Linux sends it
-    SIGTERM when launch ends, also when launch is killed outright (SIGKILL runs no handler that could
-    forward a signal). Elsewhere the process outlives a killed launch."""
-
-    def arrange() -> None:
-        import ctypes
-
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            return
-        if os.getppid() != parent:  # launch ended before the request was made
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return arrange
