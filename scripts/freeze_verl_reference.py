@@ -43,6 +43,11 @@ concern, sorted keys, byte-identical on re-run:
     name lists verl exposes: advantage estimators, policy loss modes, reward managers,
     ``loss_agg_mode`` values, each with where it comes from, or ``absent`` (what was not found) when
     the installed release does not have that list.
+``inert.json``
+    per row of verl_roles' table of keys verl does not read (verl_roles/inert_table.py, loaded by path),
+    the lines of this verl where its anchors are (``verl/<file>:<line>``): ``rows`` holds the rows whose
+    anchors were all found (the release's citations), ``not_found`` the others with the anchor missing, so
+    a release that moved or dropped a read is noticed here.
 ``examples_verdicts.json``
     per example launch: whether verl's config tree composes it, or the error class and first line;
     when it composes, whether it resolves and whether verl's ``validate_config`` accepts it after the
@@ -932,6 +937,7 @@ def enums_record(verl: Any, sources: SourceLog) -> JSONValue:
         "reward_manager": reward_managers,
         "reward_manager_legacy_workers": legacy_reward_managers,
         "loss_agg_mode": loss_agg_modes,
+        "mcore_optimizer_dtype": mcore_optimizer_dtypes,
         "tracking_backend": tracking_backends,
         "resume_mode": resume_modes,
         "warmup_style": warmup_styles,
@@ -1031,6 +1037,28 @@ def loss_agg_modes(verl: Any, sources: SourceLog) -> JSONValue:
                 "source": f"{rel}:{node.lineno} (valid_loss_agg_modes checked by ActorConfig)",
             }
     return {"absent": "no valid_loss_agg_modes list in the module", "source": rel}
+
+
+def mcore_optimizer_dtypes(verl: Any, sources: SourceLog) -> JSONValue:
+    """allowed_dtypes in verl/workers/config/optimizer.py
+
+    The dtypes ``McoreOptimizerConfig.__post_init__`` asserts its main_grads / exp_avg / exp_avg_sq dtypes
+    against (a local set literal in its source)."""
+    module = importlib.import_module("verl.workers.config.optimizer")
+    path = Path(module.__file__).resolve()
+    rel = sources.record(path)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "allowed_dtypes"
+            and isinstance(node.value, ast.Set | ast.List | ast.Tuple)
+        ):
+            values = sorted(e.value for e in node.value.elts if isinstance(e, ast.Constant))
+            return {"values": values,
+                    "source": f"{rel}:{node.lineno} (allowed_dtypes asserted by McoreOptimizerConfig)"}
+    return {"absent": "no allowed_dtypes set in the module", "source": rel}
 
 
 def tracking_backends(verl: Any, sources: SourceLog) -> JSONValue:
@@ -1463,6 +1491,7 @@ def build_reference(verl: Any, version: str, examples_dir: Path) -> dict[str, JS
     }
     files["conversions.json"] = conversions
     files["enums.json"] = enums
+    files["inert.json"] = inert_record(verl, sources)
     if examples is not None:
         files["examples_verdicts.json"] = examples
     corpus = corpus_record(examples_dir, version)
@@ -1482,6 +1511,80 @@ def build_reference(verl: Any, version: str, examples_dir: Path) -> dict[str, JS
     if corpus is not None:
         files["meta.json"]["corpus"] = corpus
     return files
+
+
+def inert_table() -> Any:
+    """verl_roles/inert_table.py, loaded by its path (plain data: this Python need not have verl_roles)."""
+    import importlib.util
+
+    path = REPO / "verl_roles" / "inert_table.py"
+    spec = importlib.util.spec_from_file_location("verl_roles_inert_table", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def anchor_line(root: Path, anchor: Any) -> int | None:
+    """The line of the ``nth`` occurrence of the anchor's text in its file, or None."""
+    path = root / "verl" / anchor.file
+    if not path.is_file():
+        return None
+    seen = 0
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if anchor.text in line:
+            seen += 1
+            if seen == anchor.nth:
+                return number
+    return None
+
+
+def inert_record(verl: Any, sources: SourceLog) -> JSONValue:
+    """Where each row of the inert table is in this verl: its anchors' lines, or the first one missing."""
+    root = verl_root(verl)
+    rows: dict[str, list[str]] = {}
+    not_found: dict[str, str] = {}
+    for row in inert_table().ROWS:
+        lines = []
+        for anchor in row.anchors:
+            number = anchor_line(root, anchor)
+            if number is None:
+                if anchor.optional:
+                    continue
+                not_found[row.id] = f"verl/{anchor.file}: {anchor.text!r} (occurrence {anchor.nth})"
+                break
+            sources.record(root / "verl" / anchor.file)
+            lines.append(f"verl/{anchor.file}:{number}")
+        else:
+            rows[row.id] = lines
+    return {"rows": rows, "not_found": not_found}
+
+
+# The files ``--only`` can freeze on their own (each needs nothing but verl's source).
+PARTIAL = {
+    "inert.json": lambda verl, sources: inert_record(verl, sources),
+    "enums.json": lambda verl, sources: enums_record(verl, sources),
+}
+
+
+def refreeze(verl: Any, version: str, out_dir: Path, names: list[str]) -> int:
+    """``--only``: the named files written again from the installed verl, the rest of the frozen reference
+    kept (meta.json records the hashes of the files they were read from beside the others)."""
+    meta_path = out_dir / "meta.json"
+    if not meta_path.is_file():
+        raise UsageError(f"no frozen reference at {out_dir}: freeze the whole release first")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("verl_version") != version:
+        raise UsageError(f"{out_dir} is verl {meta.get('verl_version')}'s reference, not {version}'s")
+    sources = SourceLog(verl_root(verl))
+    files = {name: PARTIAL[name](verl, sources) for name in names}
+    meta["sources_sha256"] = dict(sorted({**meta["sources_sha256"], **sources.hashes}.items()))
+    meta["files"] = sorted({*meta["files"], *names})
+    files["meta.json"] = meta
+    for name, content in files.items():
+        (out_dir / name).write_text(dump(content, inline_depth_of(name)), encoding="utf-8")
+    print(f"wrote {', '.join(names)} of {out_dir} for verl {version}")
+    return 0
 
 
 def target_class_name(target: str, catalog: TypeCatalog) -> str | None:
@@ -1769,6 +1872,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="examples corpus whose verdicts are recorded (default tests/data/verl_examples/)",
     )
     parser.add_argument(
+        "--only",
+        choices=sorted(PARTIAL),
+        action="append",
+        help="freeze only this file of the installed release's reference (repeatable), keeping the rest "
+        "(meta.json gains the hashes of the files it was read from)",
+    )
+    parser.add_argument(
         "--compare-installed",
         nargs="?",
         const=NEWEST_FROZEN,
@@ -1803,6 +1913,8 @@ def main(argv: list[str] | None = None) -> int:
             compared_release(args.compare_installed) if comparing else version
         )
         frozen = load_frozen(out_dir) if comparing else None
+        if args.only and not comparing:
+            return refreeze(verl, version, out_dir, args.only)
         files = build_reference(verl, version, args.examples_dir)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)

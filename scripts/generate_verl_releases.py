@@ -63,6 +63,7 @@ NAME_LISTS = {
     "policy_loss_mode": "policy_loss_mode",
     "reward_manager": "reward_manager",
     "loss_agg_mode": "loss_agg_mode",
+    "mcore_optimizer_dtype": "mcore_optimizer_dtype",
     "tracking_backend": "tracking_backend",
     "resume_mode": "resume_mode",
     "warmup_style": "warmup_style",
@@ -224,8 +225,10 @@ def build(reference: Path, trees: dict[str, OurTree], every_release: dict[str, s
             if inferred is not None and engine not in per_path.get(path, {}) and not refs(value):
                 per_path.setdefault(path, {})[engine] = inferred
     types = _by_engine(per_path)
+    inert = (reference / "inert.json")
     return {
         "conversion_calls": conversion_calls(load("conversions.json", reference)["calls"]),
+        "inert": load("inert.json", reference)["rows"] if inert.is_file() else {},
         "converted": {path: sorted(engines) for path, engines in sorted(converted.items())},
         "generated_by": f"scripts/generate_verl_releases.py from tests/data/verl-{meta['verl_version']}/",
         "layer": layers,

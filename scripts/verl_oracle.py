@@ -81,7 +81,8 @@ def shape(error: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--verl-python", required=True)
     parser.add_argument("--draws", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
@@ -122,7 +123,8 @@ def main() -> int:
     for (verdict, error), names in sorted(groups.items(), key=lambda item: (item[0][0], -len(item[1]))):
         example = by_name[names[0]]
         print(f"\n[{verdict}] x{len(names)}: {error}")
-        print(f"  e.g. {example['draw']} ({example['seed']} + {', '.join(example['mutations']) or 'no mutation'})")
+        mutations = ", ".join(example["mutations"]) or "no mutation"
+        print(f"  e.g. {example['draw']} ({example['seed']} + {mutations})")
         print(f"  {example['line'][:600]}")
     print("\nwarnings printed (draws):")
     for text, number in warnings.most_common(40):

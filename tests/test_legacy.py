@@ -361,9 +361,19 @@ VERL_091_CHANGES: dict[str, str] = {
 }
 
 # Reference keys whose value or presence differs on purpose, each with the reason.
+# Launchable defaults (issue 27): the legacy trainers left every micro batch size unset, which verl refuses
+# to start with; the unified config sets them (verl_roles/verl_differences.py gives the reason).
+LAUNCHABLE_DEFAULTS = {
+    pattern: "verl leaves the micro batch size unset and refuses to start; the unified config sets 4"
+    for pattern in ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+                    "*.log_prob_micro_batch_size_per_gpu", "critic.ppo_micro_batch_size_per_gpu",
+                    "critic.forward_micro_batch_size_per_gpu")
+}
+
 ALLOWED_DIFFERENCES: dict[str, dict[str, str]] = {
     "megatron": {
         **VERL_091_CHANGES,
+        **{k: v for k, v in LAUNCHABLE_DEFAULTS.items() if k != "critic.forward_micro_batch_size_per_gpu"},
         "actor_rollout_ref.model.lora_alpha": (
             "the flat alpha (16) was read only by FSDP workers; Megatron always used lora.alpha=32, "
             "which model_engine=megatron keeps"
@@ -384,6 +394,7 @@ ALLOWED_DIFFERENCES: dict[str, dict[str, str]] = {
     },
     "dp": {
         **VERL_091_CHANGES,
+        **LAUNCHABLE_DEFAULTS,
         "*.checkpoint.mbridge_config": (
             "verl 0.9.1's FSDP checkpoint class has no mbridge_config; only the Megatron one does"
         ),

@@ -92,9 +92,13 @@ REF_FOLLOWS = {
 def test_ref_follows_actor_parallel_layout(engine):
     key = REF_FOLLOWS[engine]
     actor_block, ref_block, critic_block = ROLE_BLOCKS[engine]
-    cfg = verl_roles.compose(
-        [*engine_choice(engine), f"{actor_block}.{key}=4", "actor_critic_same_topology=false"]
-    )
+    overrides = [*engine_choice(engine), f"{actor_block}.{key}=4", "actor_critic_same_topology=false"]
+    if key in layout.engine(engine).process_state:
+        # Megatron: the critic shares the actor's process, so it cannot keep another layout (issue 27).
+        with pytest.raises(verl_roles.ConfigError, match="parallel state is set once"):
+            verl_roles.compose(overrides)
+        overrides.append("algorithm.adv_estimator=grpo")
+    cfg = verl_roles.compose(overrides)
     assert OmegaConf.select(cfg, f"{ref_block}.{key}") == 4
     baseline = layout.engine(engine).baseline
     assert OmegaConf.select(cfg, f"{critic_block}.{key}") == OmegaConf.select(cfg, f"{baseline}.{key}")
@@ -171,7 +175,10 @@ def test_role_options_stack_in_the_order_listed(tmp_path: Path, capsys):
     # Stacked options are critic overrides too: named in the warning when no critic is trained.
     code, out, err = main_in_process([*args, "algorithm.adv_estimator=grpo"], tmp_path / "grpo", capsys)
     assert code == 0, err
-    assert "the critic is not used" in err and "role/critic=[offload,fast,slow] will have no effect" in err
+    # Each value named at the last file that sets it (fast's lr is replaced by slow's).
+    for option in ("offload", "slow"):
+        assert f"role/critic/{option}.yaml)" in err
+    assert "would do nothing: here algorithm.adv_estimator=grpo trains no critic" in err
 
 
 def test_option_file_without_package_header_is_an_error(tmp_path: Path, capsys):
@@ -227,17 +234,17 @@ def test_topology_mismatch_names_every_differing_key_with_both_values():
         text = problems[f"critic.megatron.{key}"]
         assert f"actor_rollout_ref.actor.megatron.{key}={actor}" in text
         assert f"critic.megatron.{key}={critic}" in text
-        assert f"megatron.{key}=" in text and "actor_critic_same_topology=false" in text
+        assert f"megatron.{key}=" in text
+        # Parallel sizes set the worker process's state: no setting lets actor and critic differ there.
+        if key in layout.engine("megatron").process_state:
+            assert "no setting lets them differ" in text
+        else:
+            assert "actor_critic_same_topology=false" in text
 
 
 @pytest.mark.parametrize(
     ("overrides", "actor", "critic"),
     [
-        (
-            ["actor_critic_same_topology=false", "critic.megatron.tensor_model_parallel_size=2"],
-            {"tensor_model_parallel_size": 1},
-            {"tensor_model_parallel_size": 2},
-        ),
         # Same per-role value on both sides; the actor's unset expert tensor size means its TP (2).
         (
             [
@@ -249,7 +256,7 @@ def test_topology_mismatch_names_every_differing_key_with_both_values():
             {"tensor_model_parallel_size": 2, "expert_tensor_parallel_size": 2},
         ),
     ],
-    ids=["switched-off", "same-per-role-and-unset-etp-equals-tp"],
+    ids=["same-per-role-and-unset-etp-equals-tp"],
 )
 def test_topology_rule_passes(overrides, actor, critic):
     cfg = verl_roles.compose([MEGATRON, *overrides])
@@ -336,9 +343,16 @@ def test_an_explicit_critic_layout_that_differs_stays_an_error(critic_sets, tmp_
         verl_roles.compose([MEGATRON, ACTOR_TP2, *critic_sets], config_dir=str(confdir))
 
 
-def test_without_a_shared_placement_the_critic_keeps_the_baseline():
-    cfg = verl_roles.compose([MEGATRON, ACTOR_TP2, "actor_critic_same_topology=false"])
-    assert cfg.critic.megatron.tensor_model_parallel_size == 1
+def test_without_a_shared_placement_the_critic_still_shares_the_actors_process():
+    # verl builds the critic in the actor's worker process (the global resource pool), where
+    # Megatron-Core's parallel state is set once: switching the shared placement off cannot give the
+    # critic another layout, so a critic left at the baseline is refused instead of silently written.
+    with pytest.raises(verl_roles.ConfigError, match="does not give the critic processes of its own") as info:
+        verl_roles.compose([MEGATRON, ACTOR_TP2, "actor_critic_same_topology=false"])
+    assert "critic.megatron.tensor_model_parallel_size" in str(info.value)
+    cfg = verl_roles.compose([MEGATRON, ACTOR_TP2, "actor_critic_same_topology=false",
+                              "critic.megatron.tensor_model_parallel_size=2"])
+    assert cfg.critic.megatron.tensor_model_parallel_size == 2
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -347,18 +361,18 @@ def test_without_a_shared_placement_the_critic_keeps_the_baseline():
 
 @pytest.mark.parametrize("estimator", ["grpo", "rloo", "my_registered_estimator"])
 def test_critic_override_without_critic_is_a_warning(estimator):
-    with pytest.warns(verl_roles.ConfigWarning, match="the critic is not used") as w:
+    with pytest.warns(verl_roles.InertValueWarning, match="trains no critic") as w:
         cfg = verl_roles.compose(
             [f"algorithm.adv_estimator={estimator}", "critic.optim.lr=1e-4", "critic.model.path=/m"]
         )
-    (message,) = [str(x.message) for x in w if "critic is not used" in str(x.message)]
-    assert "critic.optim.lr, critic.model.path (command line)" in message
+    (message,) = [str(x.message) for x in w if "trains no critic" in str(x.message)]
+    assert "critic.optim.lr (command line), critic.model.path (command line) would do nothing" in message
     assert f"algorithm.adv_estimator={estimator}" in message and "critic.enable=true" in message
     assert cfg.critic.optim.lr == 1e-4
 
 
 def test_critic_disabled_by_switch_warns_about_overrides():
-    ignored = r"critic\.enable=False.*critic\.megatron\.param_offload"
+    ignored = r"critic\.megatron\.param_offload.*critic\.enable=False"
     with pytest.warns(verl_roles.ConfigWarning, match=ignored):
         verl_roles.compose(["critic.enable=false", "critic.megatron.param_offload=true", MEGATRON])
 
@@ -408,6 +422,6 @@ def test_user_critic_option_without_critic_is_a_warning(tmp_path: Path, capsys):
         capsys,
     )
     assert code == 0, out + err
-    assert "role/critic=high_lr will have no effect" in err
+    assert "critic.optim.lr (the file" in err and "role/critic/high_lr.yaml) would do nothing" in err
     assert "algorithm.adv_estimator=grpo" in err
     assert (tmp_path / "out/resolved.yaml").exists()

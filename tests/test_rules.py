@@ -75,7 +75,7 @@ def test_a_reward_manager_loaded_from_a_module_is_not_looked_up():
 
 def test_an_unknown_estimator_trains_no_critic_as_in_verl():
     _, messages = compose_quietly(["algorithm.adv_estimator=my_est", "critic.optim.lr=3e-5"])
-    assert any("the critic is not used" in m and "critic.optim.lr" in m for m in messages)
+    assert any("trains no critic" in m and "critic.optim.lr" in m for m in messages)
 
 
 def test_the_cli_prints_the_warning_and_writes_the_run(in_tmp):
@@ -157,10 +157,11 @@ def test_log_prob_micro_batches_set_twice_on_the_ref_matter_only_when_a_ref_runs
     assert f"{ref}.log_prob_micro_batch_size" in problems([*both, f"{ACTOR}.use_kl_loss=true"])
 
 
-def test_the_deprecated_global_micro_batch_must_cover_the_gpus():
-    text = problems([f"{ACTOR}.ppo_micro_batch_size=4", f"{ACTOR}.ppo_mini_batch_size=8"])
-    assert "is less than the 8 GPUs" in text[f"{ACTOR}.ppo_micro_batch_size"]
-    compose_quietly([f"{ACTOR}.ppo_micro_batch_size=8", f"{ACTOR}.ppo_mini_batch_size=8"])
+def test_the_deprecated_global_micro_batch_is_refused_with_the_per_gpu_size_it_means():
+    # It never reaches verl's engine: with the per-GPU size verl refuses both, alone its worker asserts.
+    for extra in ([], [f"{ACTOR}.ppo_micro_batch_size_per_gpu=null"]):
+        text = problems([f"{ACTOR}.ppo_micro_batch_size=16", *extra])[f"{ACTOR}.ppo_micro_batch_size"]
+        assert f"set {ACTOR}.ppo_micro_batch_size_per_gpu to 2 (the global size 16 over 8" in text
 
 
 def test_sequence_parallelism_needs_padding_removed_under_dp():
@@ -301,3 +302,73 @@ def test_values_verl_runs_with_compose(override):
 def test_values_verl_refuses_are_refused(override, expected):
     key = override.partition("=")[0]
     assert expected in problems([override])[key]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Batches as verl reads them (issue 27): every value verl refuses before training is refused here.
+
+A, RO, RF = "actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.ref"
+
+
+def test_the_defaults_of_every_engine_set_what_verl_requires():
+    for engine in ("dp", "megatron"):
+        cfg, _ = compose_quietly([f"model_engine={engine}", f"{A}.use_kl_loss=true"])
+        assert cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu == 4
+        assert cfg.actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu == 4
+        assert cfg.actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu == 4
+        assert cfg.critic.ppo_micro_batch_size_per_gpu == 4
+        assert cfg.critic.model.path == cfg.actor_rollout_ref.model.path
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "phrase"),
+    [
+        ([f"{A}.ppo_micro_batch_size_per_gpu=null"],
+         f"{A}.ppo_micro_batch_size_per_gpu", "refuses to start without it"),
+        ([f"{RO}.log_prob_micro_batch_size_per_gpu=null"],
+         f"{RO}.log_prob_micro_batch_size_per_gpu", "refuses to start without it"),
+        ([f"{A}.use_kl_loss=true", f"{RF}.log_prob_micro_batch_size_per_gpu=null"],
+         f"{RF}.log_prob_micro_batch_size_per_gpu", "refuses to start without it"),
+        (["critic.ppo_micro_batch_size_per_gpu=null"], "critic.ppo_micro_batch_size_per_gpu",
+         "refuses to start without it"),
+        ([f"{A}.ppo_micro_batch_size=64"], f"{A}.ppo_micro_batch_size",
+         "set actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu to 8 (the global size 64 over 8"),
+        ([f"{A}.ppo_micro_batch_size=64", f"{A}.ppo_micro_batch_size_per_gpu=null"],
+         f"{A}.ppo_micro_batch_size", "asserts ppo_micro_batch_size_per_gpu is set"),
+        ([f"{RO}.log_prob_use_dynamic_bsz=true"],
+         f"{RO}.log_prob_use_dynamic_bsz", "asserts the two are equal"),
+        ([f"{A}.use_dynamic_bsz=true", f"{A}.ppo_max_token_len_per_gpu=null"],
+         f"{A}.ppo_max_token_len_per_gpu", "packs micro batches by this token budget"),
+        ([f"{RO}.tensor_model_parallel_size=3"],
+         f"{RO}.tensor_model_parallel_size", "does not divide the 8 GPUs"),
+        (["model_engine=megatron", "actor_critic_same_topology=false",
+          "critic.megatron.tensor_model_parallel_size=2"],
+         "critic.megatron.tensor_model_parallel_size", "parallel state is set once"),
+        (["model_engine=megatron", f"{A}.use_kl_loss=true",
+          f"{RF}.megatron.tensor_model_parallel_size=2"],
+         f"{RF}.megatron.tensor_model_parallel_size", "parallel state is set once"),
+    ],
+)
+def test_what_verl_refuses_before_training_is_refused(overrides: list[str], key: str, phrase: str):
+    found = problems(overrides)
+    assert key in found, found
+    assert phrase in found[key], found[key]
+
+
+def test_a_megatron_optimizer_dtype_verl_does_not_accept_is_refused_even_unused():
+    # McoreOptimizerConfig asserts the dtype whether or not the precision-aware optimizer reads it.
+    found = problems(["model_engine=megatron", f"{A}.optim.exp_avg_dtype=fp16"])
+    assert "Expected one of 32, bf16, bfloat16, float32, fp32" in found[f"{A}.optim.exp_avg_dtype"]
+    compose_quietly(["model_engine=megatron", f"{A}.optim.exp_avg_dtype=bf16"])
+
+
+def test_batching_by_tokens_needs_no_micro_batch():
+    cfg, _ = compose_quietly([f"{A}.use_dynamic_bsz=true",
+                              f"{A}.ppo_micro_batch_size_per_gpu=null",
+                              f"{RO}.log_prob_micro_batch_size_per_gpu=null"])
+    assert cfg.actor_rollout_ref.rollout.log_prob_use_dynamic_bsz is True
+
+
+def test_the_critics_deprecated_micro_batch_alone_is_what_verl_accepts():
+    # verl's critic engine batches by token budget: its config only checks that one micro batch is set.
+    compose_quietly(["critic.ppo_micro_batch_size=64", "critic.ppo_micro_batch_size_per_gpu=null"])

@@ -17,6 +17,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,10 @@ class Case:
     args: tuple[str, ...]
     files: dict[str, str] = field(default_factory=dict, hash=False)  # file name -> text, next to the run
     control_args: tuple[str, ...] | None = None
+
+    def line(self) -> str:
+        """The case as a user types it (a failing draw of a property is printed so)."""
+        return "python -m verl_roles.main " + " ".join(shlex.quote(arg) for arg in self.args)
 
     def argv(self, model_dir: Path, files_dir: Path, control: bool = False) -> list[str]:
         args = self.control_args if control and self.control_args is not None else self.args

@@ -32,7 +32,14 @@ class KnownFailure:
     reason: str
 
 
-KNOWN_FAILURES: tuple[KnownFailure, ...] = ()
+KNOWN_FAILURES: tuple[KnownFailure, ...] = (
+    KnownFailure(
+        "*", "validate_config", "vllm version None not supported and SGLang also not Found",
+        "the machine, not the config: with LoRA and the vllm rollout, validate_config asks the installed "
+        "vLLM for its largest LoRA rank (verl/utils/config.py, the last check), and the CPU-only verl of the "
+        "acceptance venvs has no vLLM; every check before it passed",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,7 @@ class DeliberateRefusal:
 
 DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
     DeliberateRefusal(
-        "example:*mindspeed*",
+        "*",
         "is not one verl_roles offers",
         "model_engine=mindspeed: the Ascend NPU engine of the releases that ship it; verl_roles offers the "
         "GPU engines (verl_roles/verl_differences.py, ENGINES_NOT_OFFERED)",
@@ -71,13 +78,13 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         ("0.8.0",),
     ),
     DeliberateRefusal(
-        "example:*",
+        "*",
         "is not a rollout engine verl ",
         "rollout.name=hf: verl's rollout registry has vllm, sglang and trtllm; verl takes the config "
         "up to Ray and fails when a worker builds the rollout (get_rollout_class in rollout/base.py)",
     ),
     DeliberateRefusal(
-        "example:*",
+        "*",
         "samples each data-parallel rank trains per mini batch",
         "ppo_micro_batch_size_per_gpu does not divide a rank's share of the mini batch (the "
         "rollout_correction examples: 8 per GPU, 32*1/8 = 4 samples per rank on verl's default 8 GPUs); "
@@ -85,6 +92,51 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "TrainingWorker.train_mini_batch (workers/engine_workers.py) gives each rank mini_batch_size // dp "
         "samples, and prepare_micro_batches (workers/engine/utils.py) asserts that count is a multiple of "
         "micro_batch_size_per_gpu (nothing clamps the micro batch)",
+    ),
+    DeliberateRefusal(
+        "*",
+        "does not split evenly over the",
+        "ppo_mini_batch_size * rollout.n does not split over the data-parallel ranks; verl takes the config "
+        "up to Ray and asserts it at the first update (TrainingWorker.train_mini_batch, "
+        "workers/engine_workers.py), after a whole rollout",
+    ),
+    DeliberateRefusal(
+        "*",
+        "parallel state is set once",
+        "a Megatron role in the actor's worker process (the reference; the critic, which verl colocates in "
+        "the global resource pool) with other parallel sizes than the actor: verl takes the config up to "
+        "Ray, but Megatron-Core's parallel state belongs to the process and verl sets it from the first "
+        "engine built only (workers/engine/megatron/transformer_impl.py, `if mpu.is_initialized(): return`), "
+        "so the other role builds its model against process groups of another layout",
+    ),
+    DeliberateRefusal(
+        "*",
+        "TP*PP*CP = ",
+        "a Megatron layout whose TP*PP*CP does not divide the GPUs: verl's validate_config checks only the "
+        "actor's, and only with static batches (verl/utils/config.py); otherwise verl takes the config up "
+        "to Ray and Megatron-Core's initialize_model_parallel refuses the world size when the worker builds "
+        "its engine",
+    ),
+    DeliberateRefusal(
+        "*",
+        "whatever resolved.yaml shows",
+        "two Ulysses sizes typed for one role (the role-level key and its FSDP block's): verl runs the "
+        "role-level one silently (FSDPActorConfig.__post_init__, workers/config/actor.py), so resolved.yaml "
+        "would show a size the run does not use; one spelling is asked for",
+    ),
+    DeliberateRefusal(
+        "*",
+        "no setting lets them differ",
+        "actor and critic with different Megatron parallel sizes: verl builds the critic in the actor's "
+        "worker process, where Megatron-Core's parallel state is set once, by the first engine built "
+        "(workers/engine/megatron/transformer_impl.py); verl takes the config up to Ray",
+    ),
+    DeliberateRefusal(
+        "*",
+        "reference engine would get no micro batch",
+        "the reference's deprecated global log-prob micro batch alone: verl's worker hands its engine only "
+        "the per-GPU size (workers/engine_workers.py, init_model), None here, so the first reference "
+        "log-prob pass fails after the rollout",
     ),
 )
 

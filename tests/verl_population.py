@@ -235,16 +235,23 @@ def _megatron_sizes(line: Line, rng: random.Random) -> str | None:
 
 
 def _lora(line: Line, rng: random.Random) -> str | None:
-    # validate_config asks an installed vLLM for its largest LoRA rank; the CPU-only verl has none, so a
-    # LoRA draw rolls out with sglang (a fact of the machine, not of the config).
-    line.set(f"{ROLLOUT}.name", "sglang")
     return line.set("actor_rollout_ref.model.lora_rank", rng.choice([0, 8, 32]))
 
 
 def _rollout_name(line: Line, rng: random.Random) -> str | None:
-    if (line.value("actor_rollout_ref.model.lora_rank") or "0") not in ("0", "null"):
-        return None
     return line.set(f"{ROLLOUT}.name", rng.choice(["vllm", "sglang"]))
+
+
+LORA_RANKS = ("actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora.rank")
+
+
+def _no_vllm_with_lora(line: Line) -> None:
+    """validate_config asks an installed vLLM for its largest LoRA rank; the CPU-only verl has none, so a
+    draw with LoRA rolls out with sglang (a fact of the machine, not of the config)."""
+    ranks = [line.value(key) for key in LORA_RANKS]
+    lora = any(rank not in (None, "0", "null") for rank in ranks)
+    if lora and line.value(f"{ROLLOUT}.name") in (None, "vllm"):
+        line.set(f"{ROLLOUT}.name", "sglang")
 
 
 MUTATIONS: dict[str, Mutation] = {
@@ -316,6 +323,7 @@ def draw(release: str, index: int, base_seed: int = 0) -> Draw:
         done = MUTATIONS[name](line, rng)
         if done is not None:
             applied.append(done)
+    _no_vllm_with_lora(line)
     return Draw(name=f"draw{index}", tokens=tuple(line.tokens), seed=seed_name, mutations=tuple(applied))
 
 

@@ -6,13 +6,19 @@ loads no Hydra, so Ctrl-C while a command starts reaches its entry point's handl
 from typing import TYPE_CHECKING
 
 from verl_roles.errors import ConfigError, Problem, VerlRolesError
-from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning, ConfigWarning
+from verl_roles.notices import (
+    ConfigDeprecationWarning,
+    ConfigTranslationWarning,
+    ConfigWarning,
+    InertValueWarning,
+)
 
 __all__ = [
     "ConfigDeprecationWarning",
     "ConfigError",
     "ConfigTranslationWarning",
     "ConfigWarning",
+    "InertValueWarning",
     "Problem",
     "VerlRolesError",
     "compose",

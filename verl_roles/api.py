@@ -36,6 +36,7 @@ from verl_roles.hydra_adapter.compose import (
     file_origin,
     split_hydra,
     stock_config,
+    user_file_keys,
 )
 from verl_roles.hydra_adapter.serving import JOB_KEY, Served, hydra_only, pin, served_job
 from verl_roles.layout import PRIMARY_CONFIG
@@ -74,7 +75,12 @@ def step_inputs(command: CommandLine, choices: dict[str, str | None]) -> StepInp
     def origin(key: str) -> str | None:
         return file_origin(command.config_name, command.texts(), command.config_dir_path(), key)
 
-    return StepInputs(command, choices, stock_config, origin)
+    def file_keys() -> dict[str, str]:
+        if command.config_dir_path() is None and not any("hydra.searchpath" in t for t in command.texts()):
+            return {}  # no folder of the user's: nothing to load
+        return user_file_keys(command.config_name, command.texts(), command.config_dir_path())
+
+    return StepInputs(command, choices, stock_config, origin, file_keys)
 
 
 def compose(

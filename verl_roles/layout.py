@@ -63,6 +63,9 @@ class Engine:
     model_parallel: tuple[tuple[str, str], ...] = ()
     divides_gpus: bool = False
     topology: tuple[str, ...] = ()
+    # Keys that set state of the whole worker process (Megatron-Core's parallel state): every role built
+    # in one process runs with the first engine's values.
+    process_state: tuple[str, ...] = ()
     unset_follows: Mapping[str, str] = field(default_factory=dict)
     lora_module_names: str | None = HF_MODULE_NAMES
     baseline_file: str = ""
@@ -130,6 +133,14 @@ MEGATRON = Engine(
         "expert_model_parallel_size",
         "expert_tensor_parallel_size",
         "sequence_parallel",
+    ),
+    process_state=(
+        "tensor_model_parallel_size",
+        "pipeline_model_parallel_size",
+        "virtual_pipeline_model_parallel_size",
+        "context_parallel_size",
+        "expert_model_parallel_size",
+        "expert_tensor_parallel_size",
     ),
     # Megatron uses the tensor parallel size inside experts when this is unset.
     unset_follows={"expert_tensor_parallel_size": "tensor_model_parallel_size"},

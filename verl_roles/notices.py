@@ -18,6 +18,11 @@ class ConfigTranslationWarning(ConfigWarning):
     the message says what it set. Nothing is deprecated: the key keeps working."""
 
 
+class InertValueWarning(ConfigWarning):
+    """A value the user set that verl would not read under the chosen settings (a KL coefficient with the
+    KL term off...); the message names the setting that makes it inert and verl's lines."""
+
+
 def warn(message: str, category: type[ConfigWarning] = ConfigWarning) -> None:
     """Emit a warning attributed to the caller of the public API, not to verl_roles internals."""
     warnings.warn(message, category, stacklevel=3)

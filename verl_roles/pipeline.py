@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import gate, legacy, roles
+from verl_roles import gate, inert, legacy, placeholders, roles
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.flat_lora import FlatLoraReport, add_flat_lora_keys
 from verl_roles.layout import ENGINE_KEY, engine
-from verl_roles.notices import warn
+from verl_roles.notices import InertValueWarning, warn
 from verl_roles.omegaconf_adapter.nodes import resolve_in_place
 from verl_roles.releases import release_of
 from verl_roles.rules import NOTICES, RULES, validate
@@ -30,7 +31,24 @@ from verl_roles.rules.sections import section_problems
 from verl_roles.rules.tables import removed_checked_keys, removed_verl_keys
 from verl_roles.sequence_parallel import SequenceParallelReport, write_effective_sequence_parallel
 
-StepReport = legacy.LegacyReport | roles.RolesReport | SequenceParallelReport | FlatLoraReport
+
+@dataclass(frozen=True)
+class SettingsReport:
+    """What the user's own settings come to: the values they set that verl would not read under the
+    run's settings (:mod:`verl_roles.inert`), and the paths only they can know that are still at their
+    placeholders (:mod:`verl_roles.placeholders`)."""
+
+    inert: tuple[inert.InertValue, ...] = ()
+    unset: tuple[tuple[placeholders.UserPath, object], ...] = ()
+    step: ClassVar[str] = "user settings"
+
+    def inert_keys(self) -> tuple[str, ...]:
+        return tuple(value.key for value in self.inert)
+
+
+StepReport = (
+    legacy.LegacyReport | roles.RolesReport | SequenceParallelReport | FlatLoraReport | SettingsReport
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +67,7 @@ class StepInputs:
     choices: Mapping[str, str | None]
     stock_config: Callable[[str, str], DictConfig]
     file_origin: Callable[[str], str | None] | None = None
+    file_keys: Callable[[], Mapping[str, str]] | None = None
 
     def origin_of(self, key: str) -> str:
         """Where the value of ``key`` came from: the command line, else the user's file, else ''."""
@@ -92,6 +111,18 @@ def _gate(resolved: DictConfig, inputs: StepInputs) -> list[Problem]:
     for message in findings.warnings:
         warn(message)
     return [replace(p, origin=p.origin or inputs.origin_of(p.key)) for p in findings.problems]
+
+
+def _user_keys(inputs: StepInputs, roles_report: roles.RolesReport) -> dict[str, str]:
+    """Every key the user set (the command line, a slime file, a file of their own) -> where."""
+    user: dict[str, str] = {key: "command line" for key in inputs.command.set_keys()}
+    for value in roles_report.slime_values:
+        if value.applied:
+            user.setdefault(value.target, value.entry)
+    if inputs.file_keys is not None:
+        for key, origin in inputs.file_keys().items():
+            user.setdefault(key, origin)
+    return user
 
 
 def check_composition(cfg: DictConfig, inputs: StepInputs) -> DictConfig:
@@ -141,6 +172,13 @@ def finalize(
         notices=NOTICES,
         followed=followed,
     )
+    user = _user_keys(inputs, roles_report)
+    settings = SettingsReport(tuple(inert.inert_values(resolved, user)),
+                              tuple(placeholders.unset_paths(resolved, user)))
+    for message in inert.warnings_for(settings.inert, release_of(resolved)):
+        warn(message, InertValueWarning)
+    if observe is not None:
+        observe(settings, resolved)
     # verl's McoreEngineConfig turns sequence_parallel off at tensor parallel size 1: write that.
     sequence_parallel_report = write_effective_sequence_parallel(resolved, inputs.command, followed)
     if observe is not None:

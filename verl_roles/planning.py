@@ -21,7 +21,7 @@ from pathlib import Path
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from verl_roles import gate, sweep_isolation
+from verl_roles import gate, inert, placeholders, sweep_isolation
 from verl_roles.api import (
     Served,
     compose_full,
@@ -39,7 +39,7 @@ from verl_roles.library_messages import sweep_in_a_run
 from verl_roles.limits import read_config_file
 from verl_roles.notices import ConfigWarning
 from verl_roles.omegaconf_adapter.yaml_dialect import dump, load_plain
-from verl_roles.pipeline import finalize
+from verl_roles.pipeline import SettingsReport, finalize
 from verl_roles.releases import release_of
 from verl_roles.rules import RULES, validate
 from verl_roles.run_files import RESOLVED, run_files
@@ -79,29 +79,41 @@ class JobSource:
 @dataclass(frozen=True)
 class Rendered:
     """A job's files (relative name -> text; ``.hydra/config.yaml`` among them unless Hydra's output
-    folder is off), the summary it prints, and the resolved values that decide where it writes."""
+    folder is off), the summary it prints, the resolved values that decide where it writes, and the keys
+    the user set that verl would not read (a sweep over them trains the same config twice)."""
 
     files: dict[str, str]
     summary: str
     outputs: dict[str, object]
+    inert: list[list[str]] = field(default_factory=list)
 
     def pack(self) -> bytes:
-        return zlib.compress(json.dumps([self.files, self.summary, self.outputs]).encode("utf-8"), 3)
+        content = [self.files, self.summary, self.outputs, self.inert]
+        return zlib.compress(json.dumps(content).encode("utf-8"), 3)
 
     @staticmethod
     def unpack(data: bytes) -> Rendered:
-        files, summary, outputs = json.loads(zlib.decompress(data).decode("utf-8"))
-        return Rendered(files, summary, outputs)
+        files, summary, outputs, inert_keys = json.loads(zlib.decompress(data).decode("utf-8"))
+        return Rendered(files, summary, outputs, inert_keys)
 
 
-def _finalize(task: DictConfig, choices: dict[str, str | None], source: JobSource) -> DictConfig:
-    """The steps, the gate and the rules on a composed task config (in place), with the planned values."""
+def _finalize(task: DictConfig, choices: dict[str, str | None],
+              source: JobSource) -> tuple[DictConfig, SettingsReport]:
+    """The steps, the gate and the rules on a composed task config (in place), with the planned values;
+    and what the user's settings come to."""
     if source.assigned:
         with open_dict(task):
             for key, value in source.assigned:
                 OmegaConf.update(task, key, value, merge=False)
     command = read_command_line(source.command()).command
-    return finalize(task, step_inputs(command, choices))
+    reports: list[SettingsReport] = []
+
+    def observe(report: object, _: DictConfig) -> None:
+        if isinstance(report, SettingsReport):
+            reports.append(report)
+
+    resolved = finalize(task, step_inputs(command, choices), observe)
+    return resolved, reports[0]
 
 
 def render(task: DictConfig, choices: dict[str, str | None], source: JobSource,
@@ -109,15 +121,18 @@ def render(task: DictConfig, choices: dict[str, str | None], source: JobSource,
     """The job ``task`` finalized and checked: its files and summary (unless ``files`` is False: a check
     that writes nothing needs only the verdict and where the job would write)."""
     before = _hydra_copy(task, output_subdir) if files else None
-    resolved = _finalize(task, choices, source)
+    resolved, settings = _finalize(task, choices, source)
     outputs = {key: OmegaConf.select(resolved, key, default=None) for key in sweep_isolation.READ_KEYS}
     plain = {k: _plain(v) for k, v in outputs.items()}
+    inert_keys = [[value.key, value.setting] for value in settings.inert]
     if not files:
-        return Rendered({}, "", plain)
+        return Rendered({}, "", plain, inert_keys)
     written = run_files(resolved)
     if before is not None:
         written = {**written, f"{output_subdir}/config.yaml": before}
-    return Rendered(written, summarize(resolved), plain)
+    summary = summarize(resolved, inert.summary_line(settings.inert),
+                        placeholders.summary_line(list(settings.unset)))
+    return Rendered(written, summary, plain, inert_keys)
 
 
 def _plain(value: object) -> object:

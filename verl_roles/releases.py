@@ -55,6 +55,12 @@ def reference(release: str = DEFAULT_RELEASE) -> dict[str, Any]:
     return json.loads((RELEASES_DIR / f"{release}.json").read_text(encoding="utf-8"))
 
 
+def inert_sources(release: str) -> dict[str, list[str]]:
+    """Per row of :mod:`verl_roles.inert_table` that applies to ``release``, the lines of verl that show
+    it (``verl/trainer/ppo/ray_trainer.py:364``), as the freeze found them in that release."""
+    return reference(release).get("inert", {})
+
+
 @cache
 def surface(release: str) -> frozenset[str]:
     """Every key path of ``release``'s composed config under any engine: its leaves and the sections

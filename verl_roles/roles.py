@@ -21,7 +21,7 @@ Megatron parallel layout wherever the critic's own is not set; it reports what i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -33,7 +33,7 @@ from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, TOPOLOGY_SETTING, engine
 from verl_roles.notices import warn
 from verl_roles.releases import release_of
-from verl_roles.rules.values import critic_in_use, critic_off_reason
+from verl_roles.rules.values import critic_in_use
 from verl_roles.slime.names import RESOURCE_KEYS, SLIME_PATH_KEY
 from verl_roles.slime.read import RoleEntry, read_slime_file, role_assignments
 
@@ -111,8 +111,8 @@ def apply_roles(cfg: DictConfig, command: CommandLine, choices: Mapping[str, str
     """Apply the per-role settings to ``cfg`` in place and say what was done.
 
     Mistakes that make the rest meaningless (a role option without its package header, any mistake
-    in the slime file) raise :class:`ConfigError` before ``cfg`` changes. Critic settings the algorithm
-    never uses are one warning (verl ignores them).
+    in the slime file) raise :class:`ConfigError` before ``cfg`` changes. (Critic settings the algorithm
+    never uses are named later, with every other value verl would not read: :mod:`verl_roles.inert`.)
     """
     sources = RoleSources(command, choices)
     _check_misplaced_role_node(cfg, sources)
@@ -127,13 +127,6 @@ def apply_roles(cfg: DictConfig, command: CommandLine, choices: Mapping[str, str
             )
     slime_values = _apply_slime(cfg, path, entries, sources)
     followed = _critic_follows_actor_layout(cfg)
-    ignored = list(_ignored_critic_overrides(cfg, path, entries, sources))
-    if ignored:
-        warn(
-            f"the critic is not used ({critic_off_reason(cfg)}), so verl ignores every critic setting: "
-            f"{'; '.join(ignored)} will have no effect. Remove them, or train a critic with "
-            "algorithm.adv_estimator=gae (or critic.enable=true)."
-        )
     return RolesReport(slime_values, dropped, followed=followed)
 
 
@@ -264,24 +257,6 @@ def _apply_slime(
             paths.assign(cfg, target, value)
         values.append(SlimeValue(entry.label(path), name, target, value, applied=covering is None))
     return tuple(values)
-
-
-def _ignored_critic_overrides(
-    cfg: DictConfig, path: str | None, entries: Sequence[RoleEntry], sources: RoleSources
-) -> Iterable[str]:
-    """What the user set for a critic that does not run (verl's need_critic: ``critic.enable``, else
-    only the GAE estimator): the command-line keys, the role options, the slime file's critic entry."""
-    if critic_in_use(cfg):
-        return
-    keys = [key for key in sources.cli_keys() if key.startswith("critic.") and key != CRITIC_SWITCH]
-    if keys:
-        yield f"{', '.join(keys)} (command line)"
-    group = ROLE_GROUPS["critic"]
-    if [option for option in sources.options(group) if option != "default"]:
-        yield _typed_options(group, sources.options(group))
-    for entry in entries:
-        if entry.role == "critic" and entry.values:
-            yield f"{entry.label(str(path))} ({', '.join(entry.values)})"
 
 
 def _critic_follows_actor_layout(cfg: DictConfig) -> tuple[str, ...]:

@@ -53,9 +53,11 @@ def _role_line(cfg: DictConfig, role: Role, chosen: Engine) -> str:
     )
 
 
-def summarize(cfg: DictConfig) -> str:
+def summarize(cfg: DictConfig, inert: str | None = None, unset: str | None = None) -> str:
     """One line per role the summary shows (from the layout table; no line for a trained role the config
-    does not train, e.g. the critic when the algorithm trains none), then the trainer's."""
+    does not train, e.g. the critic when the algorithm trains none), then the trainer's; then the values
+    the user set that verl would not read (``inert``) and the paths still at their placeholders
+    (``unset``), when there are any."""
     chosen = engine(cfg[ENGINE_KEY])
     lines = [f"verl_roles: {ENGINE_KEY}={chosen.name}, adv_estimator={cfg.algorithm.adv_estimator}"]
     lines += [_role_line(cfg, role, chosen) for role in shown_roles(cfg)]
@@ -64,4 +66,8 @@ def summarize(cfg: DictConfig) -> str:
         f"n_gpus_per_node={_fmt(cfg.trainer.n_gpus_per_node)} "
         f"train_batch_size={_fmt(cfg.data.train_batch_size)}"
     )
+    if inert:
+        lines.append(f"  {'inert'.ljust(NAME_WIDTH - 1)} verl would not read: {inert}")
+    if unset:
+        lines.append(f"  {'to set'.ljust(NAME_WIDTH - 1)} before training: {unset}")
     return "\n".join(lines)

@@ -56,6 +56,8 @@ class PlannedJob:
     hydra: bytes | DictConfig = field(repr=False)
     packed: bytes | None = field(default=None, repr=False)
     outputs: dict[str, object] = field(default_factory=dict)
+    # Keys the user set that verl would not read in this job -> the setting that makes them inert.
+    inert: dict[str, str] = field(default_factory=dict)
 
     @property
     def number(self) -> int:
@@ -189,7 +191,8 @@ def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
     plan.failures.sort(key=lambda f: f.point.number)
     if not plan.failures:
         outputs = [sweep_isolation.JobOutputs(job.number, job.point.swept, job.outputs) for job in plan.jobs]
-        plan.problems = _folder_problems(plan) + sweep_isolation.shared_output_problems(outputs)
+        plan.problems = (_folder_problems(plan) + sweep_isolation.shared_output_problems(outputs)
+                         + _same_config_twice(plan.jobs))
     return plan
 
 
@@ -268,6 +271,30 @@ def _twice(points: list[SweepPoint]) -> list[Problem]:
     return []
 
 
+def _same_config_twice(jobs: list[PlannedJob]) -> list[Problem]:
+    """Jobs whose swept values differ only where verl would not read them: they train one config twice
+    (``algorithm.kl_ctrl.kl_coef=0.001,0.01`` with the KL term off), under two names, for nothing."""
+    first: dict[tuple[tuple[str, str], ...], PlannedJob] = {}
+    for job in jobs:
+        effective = tuple((key, "" if key in job.inert else value) for key, value in job.point.swept)
+        earlier = first.setdefault(effective, job)
+        if earlier is job:
+            continue
+        differ = [key for key, value in job.point.swept if value != earlier.point.value_of(key)]
+        why = "; ".join(f"{key} under {job.inert[key]}" for key in differ if key in job.inert)
+        shown = " ".join(f"{key}={value}" for key, value in job.point.swept)
+        shown_first = " ".join(f"{key}={value}" for key, value in earlier.point.swept)
+        return [Problem(
+            key="sweep",
+            message=f"jobs #{earlier.number} ({shown_first}) and #{job.number} ({shown}) would train the "
+            f"same config: they differ only in {', '.join(differ)}, which verl would not read ({why}); "
+            "nothing was launched or written",
+            fix=f"drop the sweep over {', '.join(differ)}, or change the setting that makes verl read it "
+            "(`verl-roles check-sweep` with the same overrides lists every job's warnings)",
+        )]
+    return []
+
+
 def _check_points_alone(plan: SweepPlan, points: list[SweepPoint]) -> None:
     """When the sweep's own config fails (no job would run), each point checked as a run of its own, so
     the report says which points would fail too."""
@@ -321,7 +348,7 @@ def _plan_job(plan: SweepPlan, master: DictConfig, point: SweepPoint, name: str 
         plan.failures.append(PointFailure(point, error))
         return
     plan.jobs.append(PlannedJob(point, subdir, assigned, hydra, rendered.pack() if keep else None,
-                                rendered.outputs))
+                                rendered.outputs, dict(map(tuple, rendered.inert))))
 
 
 def _job_subdir(root: DictConfig, number: int) -> str:

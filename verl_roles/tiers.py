@@ -27,7 +27,7 @@ TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "foundation",
         (
-            "errors", "installation", "key_docs", "layout", "limits", "notices", "own_types",
+            "errors", "inert_table", "installation", "key_docs", "layout", "limits", "notices", "own_types",
             "passed_on", "program", "releases", "suggest", "text_table", "tiers", "verl_differences",
             "verl_prelaunch",
         ),
@@ -36,8 +36,9 @@ TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "core",
         (
-            "cmdline", "config_tree", "containment", "flags", "flat_lora", "gate", "legacy",
-            "library_messages", "paths", "pipeline", "role_table", "roles", "rules", "run_files", "schema",
+            "cmdline", "config_tree", "containment", "flags", "flat_lora", "gate", "inert", "legacy",
+            "library_messages", "paths", "pipeline", "placeholders", "role_table", "roles", "rules",
+            "run_files", "schema",
             "sequence_parallel", "slime", "summary", "sweep_grid", "sweep_isolation", "wording",
             "write_protocol",
         ),

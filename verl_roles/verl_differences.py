@@ -107,6 +107,26 @@ DIFFERENCES: tuple[Difference, ...] = (
         for row in ENGINE_TABLE if row.mcore
         for role in ROLES if role.engine_block
     ),
+    # Launchable defaults: verl leaves the micro batch sizes unset and refuses to start without them
+    # (validate_config, the actor's and critic's dataclasses, the worker's init_model asserts).
+    *(
+        Difference(
+            key, ALL,
+            "verl leaves it null and refuses to start with static batches until it is set; 4 divides each "
+            "rank's share of the default mini batch (256 prompts * rollout.n 1 / 8 GPUs = 32), so the "
+            "defaults launch",
+        )
+        for key in (
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+            "critic.ppo_micro_batch_size_per_gpu",
+        )
+    ),
+    Difference(
+        "critic.forward_micro_batch_size_per_gpu", ("dp",),
+        "follows critic.ppo_micro_batch_size_per_gpu, which verl leaves null and refuses to start without",
+    ),
     *_per_model(
         "override_config", ("megatron",),
         "kept from the legacy megatron trainer on purpose: model_config and moe_config.freeze_moe_router "

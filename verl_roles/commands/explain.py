@@ -26,7 +26,7 @@ from verl_roles.api import (
     compose_with_choices,
     composed_key_paths,
     defaults_layers,
-    stock_config,
+    step_inputs,
 )
 from verl_roles.cmdline import CommandLine
 from verl_roles.commands.explain_model import (
@@ -46,7 +46,7 @@ from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, PRIMAR
 from verl_roles.legacy import LegacyReport, old_key_label, read_command_line
 from verl_roles.omegaconf_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
 from verl_roles.passed_on import passed_on
-from verl_roles.pipeline import StepInputs, StepReport, finalize
+from verl_roles.pipeline import SettingsReport, StepInputs, StepReport, finalize
 from verl_roles.roles import RolesReport
 from verl_roles.schema import verl_names
 from verl_roles.sequence_parallel import TURNED_OFF, SequenceParallelReport
@@ -54,7 +54,7 @@ from verl_roles.wording import LIBRARY_ERRORS, KeyKnowledge, raise_translated, t
 
 _REFERENCE = re.compile(r"\$\{([^${}:]+)\}")
 # Steps that work on the resolved config, where every interpolation "changed": only their own events count.
-RESOLVED_STEPS = frozenset({SequenceParallelReport.step, FlatLoraReport.step})
+RESOLVED_STEPS = frozenset({SequenceParallelReport.step, FlatLoraReport.step, SettingsReport.step})
 
 
 def explain(
@@ -87,7 +87,7 @@ def explain_many(
         layers = _layers(command, user_dir)
     except LIBRARY_ERRORS as error:
         raise_translated(error, command, composed_key_paths)
-    run = _Pipeline.through_finalize(composed, layers, StepInputs(command, choices, stock_config))
+    run = _Pipeline.through_finalize(composed, layers, step_inputs(command, choices))
     unknown = [key for key in keys if not run.knows(key)]
     if unknown:
         knowledge = KeyKnowledge(command, composed_key_paths)
@@ -217,6 +217,12 @@ class _Pipeline:
                 _Event(report.step, (derived.flat_key,),
                        f"verl's flat LoRA key, derived from {derived.block_key} (verl reads both)")
                 for derived in report.derived
+            ]
+        if isinstance(report, SettingsReport):
+            return [
+                _Event(report.step, (value.key,),
+                       f"verl would not read it: here {value.setting}, and {value.row.reason}")
+                for value in report.inert
             ]
         assert isinstance(report, RolesReport)
         events = [

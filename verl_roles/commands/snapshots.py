@@ -101,10 +101,12 @@ VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         filename="_generated_ppo_trainer_role_overrides.yaml",
-        about="FSDP baseline without offload, the reference model offloaded, per-role learning rates",
+        about="FSDP baseline without offload, a KL loss and its reference model offloaded, per-role "
+        "learning rates",
         composition=Composition(
             (
                 "fsdp.param_offload=false",
+                "actor_rollout_ref.actor.use_kl_loss=true",
                 "actor_rollout_ref.ref.fsdp_config.param_offload=true",
                 "actor_rollout_ref.actor.optim.lr=1e-6",
                 "critic.optim.lr=2e-5",

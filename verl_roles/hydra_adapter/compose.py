@@ -26,7 +26,7 @@ from hydra.types import RunMode
 from hydra.version import VersionBase
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from verl_roles import releases
+from verl_roles import paths, releases
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.hydra_adapter.caches import defaults_list_memo
 from verl_roles.hydra_adapter.loader import ConfigLoader
@@ -248,6 +248,25 @@ def file_origin(config_name: str, overrides: Sequence[str], config_dir: str | No
         line = next((lines[k] for k in (relative, *_parents(relative)) if k in lines), None)
         return f"the file {path}" + (f", line {line}" if line else "")
     return None
+
+
+def user_file_keys(config_name: str, overrides: Sequence[str], config_dir: str | None) -> dict[str, str]:
+    """Every leaf key a file of the user's folders sets in this composition (its full key, at the file's
+    package) -> "the file F", in merge order (the last file that sets a key names it); empty when the
+    composition reads no file of the user's or fails."""
+    try:
+        layers = defaults_layers(config_name, overrides, config_dir, from_source=_a_users_folder)
+    except Exception:  # noqa: BLE001 - best effort: only what the user is told about changes
+        return {}
+    found: dict[str, str] = {}
+    for layer in layers:
+        folder = layer.source.partition("://")[2]
+        path = os.path.join(folder, f"{layer.config_path}.yaml")
+        plain = OmegaConf.to_container(layer.config, resolve=False)
+        for keys, _ in paths.leaves(plain):
+            if keys and keys[0] != "defaults":
+                found[paths.dotted(keys)] = f"the file {path}"
+    return found
 
 
 def _a_users_folder(source: str) -> bool:

@@ -11,7 +11,7 @@ verl's built-in list.
 
 from __future__ import annotations
 
-from verl_roles.rules import cross_key, lora, schema_rules, tables, topology
+from verl_roles.rules import batching, cross_key, lora, schema_rules, tables, topology
 from verl_roles.rules.runner import Notice, Rule, validate
 
 # Every rule, in the order they report.
@@ -21,10 +21,11 @@ RULES: tuple[Rule, ...] = (
     cross_key.strategies_match_the_engine,
     cross_key.parallel_sizes_fit_the_gpus,
     cross_key.batch_sizes_are_consistent,
+    batching.micro_batches_are_set_as_verl_reads_them,
+    batching.rollout_replicas_fit_the_gpus,
     tables.values_come_from_their_known_set,
     tables.values_are_in_range,
     schema_rules.every_value_is_usable,
-    cross_key.deprecated_micro_batch_covers_the_gpus,
     cross_key.ulysses_size_is_set_one_way,
     cross_key.sequence_parallel_needs_remove_padding,
     cross_key.sampled_validation_needs_a_temperature,
@@ -32,6 +33,7 @@ RULES: tuple[Rule, ...] = (
     tables.required_paths_are_set,
     lora.lora_blocks_are_valid,
     topology.actor_and_critic_share_topology,
+    topology.roles_in_one_process_share_the_parallel_state,
 )
 
 # Every notice, in the order they warn.

@@ -26,7 +26,6 @@ from verl_roles.rules.values import (
     gpu_count,
     model_parallel,
     number,
-    ref_in_use,
     role_name,
     trained_roles,
 )
@@ -98,17 +97,17 @@ def batch_sizes_are_consistent(cfg: DictConfig) -> Iterable[Problem]:
                 expected=f"at most data.train_batch_size ({train})",
                 fix=f"lower {role}.ppo_mini_batch_size or raise data.train_batch_size",
             )
-        if micro is not None and per_gpu is not None:
-            yield _micro_batch_set_twice(role, "ppo_micro_batch_size", micro, per_gpu)
-        elif micro is not None and mini is not None and mini % micro:
+        if micro is not None and per_gpu is None and mini is not None and mini % micro:
             yield Problem(
                 key=f"{role}.ppo_micro_batch_size",
                 message=f"({micro}) does not divide ppo_mini_batch_size ({mini})",
                 fix="pick a micro batch size that divides the mini batch size",
             )
-        if per_gpu is not None and mini is not None and n_gpus and micro is None:
-            yield from _micro_batches_per_rank(cfg, role, mini * n, f"{mini}*{n}", per_gpu, n_gpus)
-    yield from _log_prob_micro_batches(cfg)
+        # The critic's engine batches by token budget whatever its micro batch says (the inert table names
+        # it), so only the actor's micro batch must divide a rank's share.
+        micro_read = per_gpu if role == ACTOR else None
+        if mini is not None and n_gpus and micro is None:
+            yield from _micro_batches_per_rank(cfg, role, mini * n, f"{mini}*{n}", micro_read, n_gpus)
     yield from _train_batch_fills_the_gpus(cfg, train, n, n_gpus)
 
 
@@ -119,7 +118,7 @@ SPLIT_INTO_MICRO_BATCHES = "verl/workers/engine/utils.py, prepare_micro_batches"
 
 
 def _micro_batches_per_rank(
-    cfg: DictConfig, role: str, responses: int, spelled_responses: str, per_gpu: int, n_gpus: int
+    cfg: DictConfig, role: str, responses: int, spelled_responses: str, per_gpu: int | None, n_gpus: int
 ) -> Iterable[Problem]:
     """verl's engine workers split each mini batch (``ppo_mini_batch_size * rollout.n`` responses) evenly
     over the data-parallel ranks, then each rank's share into micro batches of
@@ -147,7 +146,7 @@ def _micro_batches_per_rank(
             fix="pick ppo_mini_batch_size (or rollout.n) so that their product is a multiple of the "
             "data-parallel size",
         )
-    elif per_rank % per_gpu:
+    elif per_gpu is not None and per_rank % per_gpu:
         larger = ", and is larger than that share" if per_gpu > per_rank else ""
         yield Problem(
             key=f"{role}.ppo_micro_batch_size_per_gpu",
@@ -158,28 +157,6 @@ def _micro_batches_per_rank(
             fix="pick a micro batch size per GPU that divides it, or change ppo_mini_batch_size",
         )
 
-
-
-def _log_prob_micro_batches(cfg: DictConfig) -> Iterable[Problem]:
-    """verl's validate_config checks these only with the actor's static batches, the ref's only when a
-    reference policy runs."""
-    if get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
-        return
-    for role in (REF, ROLLOUT) if ref_in_use(cfg) else (ROLLOUT,):
-        micro = count(cfg, f"{role}.log_prob_micro_batch_size")
-        per_gpu = count(cfg, f"{role}.log_prob_micro_batch_size_per_gpu")
-        if micro is not None and per_gpu is not None:
-            yield _micro_batch_set_twice(role, "log_prob_micro_batch_size", micro, per_gpu)
-
-
-def _micro_batch_set_twice(role: str, name: str, micro: int, per_gpu: int) -> Problem:
-    """``<name>`` (deprecated in verl) and ``<name>_per_gpu`` both set on ``role``."""
-    return Problem(
-        key=f"{role}.{name}",
-        message=f"and {role}.{name}_per_gpu are both set ({micro} and {per_gpu}); "
-        "the micro batch is set one way only",
-        fix=f"remove {role}.{name} (deprecated in verl) and keep {role}.{name}_per_gpu",
-    )
 
 
 def _train_batch_fills_the_gpus(
@@ -202,24 +179,6 @@ def _train_batch_fills_the_gpus(
             message=f"times rollout.n ({train}*{n} = {train * n} responses) does not split evenly over "
             f"{minimal} ({how})",
             fix="pick data.train_batch_size (or rollout.n) so that their product is a multiple of it",
-        )
-
-
-
-def deprecated_micro_batch_covers_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
-    """verl's ActorConfig.validate: the deprecated global ``ppo_micro_batch_size`` times the Ulysses
-    size must reach the GPU count (static batches only)."""
-    n_gpus = gpu_count(cfg)
-    micro = get_int(cfg, f"{ACTOR}.ppo_micro_batch_size")
-    if micro is None or not n_gpus or get(cfg, f"{ACTOR}.use_dynamic_bsz") is True:
-        return
-    sp = (get_int(cfg, f"{ACTOR}.ulysses_sequence_parallel_size") or 1) if engine_of(cfg).name == "dp" else 1
-    if micro * sp < n_gpus:
-        yield Problem(
-            key=f"{ACTOR}.ppo_micro_batch_size",
-            message=f"({micro}) times ulysses_sequence_parallel_size ({sp}) is less than the {n_gpus} GPUs; "
-            "verl refuses it",
-            fix=f"use {ACTOR}.ppo_micro_batch_size_per_gpu instead (the global micro batch is deprecated)",
         )
 
 

@@ -69,6 +69,13 @@ class KnownSet:
     each: bool = False
 
 
+def _megatron_optimizer(section: str) -> Callable[[DictConfig], bool]:
+    """The role of ``section`` runs under an engine built on Megatron-Core (its optimizer config is
+    McoreOptimizerConfig)."""
+    name = next(role.name for role in ROLES if role.section == section)
+    return lambda cfg: engine_of(cfg).mcore and role_runs(cfg, name)
+
+
 ENUMS: tuple[KnownSet, ...] = (
     # Each trained role's loss aggregation, when the role is trained.
     *(KnownSet(f"{role.section}.loss_agg_mode", LOSS_AGG_MODES, "a loss aggregation mode",
@@ -88,6 +95,10 @@ ENUMS: tuple[KnownSet, ...] = (
              each=True),
     *(KnownSet(f"{role}.optim.warmup_style", "warmup_style", "a warmup style verl {release}'s optimizer "
                "config accepts", nullable=True) for role in TRAINED_SECTIONS),
+    # McoreOptimizerConfig asserts these dtypes whether or not the precision-aware optimizer reads them.
+    *(KnownSet(f"{role}.optim.{name}", "mcore_optimizer_dtype",
+               "a dtype verl {release}'s Megatron optimizer config accepts", _megatron_optimizer(role))
+      for role in TRAINED_SECTIONS for name in ("main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")),
 )
 
 

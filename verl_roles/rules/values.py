@@ -157,6 +157,25 @@ def ref_in_use(cfg: DictConfig) -> bool:
     return kl_in_reward(cfg) or kl_loss(cfg)
 
 
+def lora_on_policy(cfg: DictConfig) -> str | None:
+    """The setting that puts a LoRA adapter on the policy (``model.lora.rank=8``, an adapter path), or
+    None. verl then computes the reference log-probs with the actor's engine, the adapter switched off,
+    and builds no reference engine (trainer_base.py / main_ppo_v0.py: ``ref_in_actor``)."""
+    rank = get(cfg, "actor_rollout_ref.model.lora.rank")
+    if is_int(rank) and rank > 0:
+        return f"actor_rollout_ref.model.lora.rank={rank}"
+    adapter = get(cfg, "actor_rollout_ref.model.lora.adapter_path")
+    if adapter not in (None, UNSET):
+        return f"actor_rollout_ref.model.lora.adapter_path={adapter}"
+    return None
+
+
+def ref_engine_built(cfg: DictConfig) -> bool:
+    """verl builds an engine of the reference policy: a KL term needs one, and no LoRA adapter lets the
+    actor stand in for it."""
+    return ref_in_use(cfg) and lora_on_policy(cfg) is None
+
+
 
 
 def fsdp_roles_in_use(cfg: DictConfig) -> list[tuple[str, str]]:
