@@ -10,7 +10,9 @@ A release is data, never a hand-edited copy. For every frozen reference ``tests/
     engines maps to ``{engine: type}``. A leaf verl's own config sets to null also accepts null. A leaf
     below an untyped mapping field (``dict[str, Any]``) is ``Any``, and such a field is typed as a whole.
     ``targets``: the ``_target_`` of every section that has one. ``converted``: every section verl
-    builds a dataclass from on its path to training, with the engines it does so under. ``names``:
+    builds a dataclass from on its path to training, with the engines it does so under.
+    ``conversion_calls``: each kind of ``omega_conf_to_dataclass`` call the release makes (section,
+    dataclass, where), which verl_roles/verl_prelaunch.py makes before a launch. ``names``:
     verl's name lists the rules read. ``strategies``: each engine's ``strategy`` values. ``engines``:
     the release's engines that verl_roles has. ``layer``: per engine, what composing our config tree
     for this release changes in it (:func:`layer`): the defaults this release has where ours differ,
@@ -225,6 +227,7 @@ def build(reference: Path, trees: dict[str, OurTree], every_release: dict[str, s
     types = _by_engine(per_path)
     inert = (reference / "inert.json")
     return {
+        "conversion_calls": conversion_calls(load("conversions.json", reference)["calls"]),
         "inert": load("inert.json", reference)["rows"] if inert.is_file() else {},
         "converted": {path: sorted(engines) for path, engines in sorted(converted.items())},
         "generated_by": f"scripts/generate_verl_releases.py from tests/data/verl-{meta['verl_version']}/",
@@ -240,6 +243,21 @@ def build(reference: Path, trees: dict[str, OurTree], every_release: dict[str, s
         "targets": _by_engine(per_section),
         "types": types,
     }
+
+
+def conversion_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every kind of ``omega_conf_to_dataclass`` call the release makes (the section converted, the
+    dataclass named, or None for the node's ``_target_``) with the places it is made: what
+    verl_roles/verl_prelaunch.py converts, in verl's Python, before a launch."""
+    kinds: dict[tuple[str, str], dict[str, Any]] = {}
+    for call in calls:
+        if call["section"] is None:
+            continue  # a trainer of its own config (the SFT trainers), never a ppo_trainer section
+        identity = (call["section"], call["dataclass_type"] or "")
+        kind = kinds.setdefault(
+            identity, {"section": call["section"], "dataclass_type": call["dataclass_type"], "sites": []})
+        kind["sites"].append(f"{call['file']}:{call['line']}")
+    return [{**kind, "sites": sorted(kind["sites"])} for _, kind in sorted(kinds.items())]
 
 
 # --------------------------------------------------------------------------------------------- layers

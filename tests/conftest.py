@@ -294,7 +294,7 @@ def verl_python() -> tuple[str | None, str]:
     return None, (
         "verl is not importable here: set VERL_PYTHON to a Python with a verl release verl_roles supports "
         f'({", ".join(releases.supported())}: '
-        f'`pip install "verl_roles[{releases.extra(releases.DEFAULT_RELEASE)}]"` '
+        f'`pip install -e ".[{releases.extra(releases.DEFAULT_RELEASE)}]"` from this checkout '
         "in a separate venv; .ci/run does this for each) to run this suite"
     )
 

@@ -2,15 +2,18 @@
 
 Without GPUs and mostly without verl: a fake ``verl`` package (a ``verl.trainer.main_ppo`` that records
 its arguments and exits with a chosen code, plus the package metadata that carries its version) on the
-child processes' PYTHONPATH stands in for the trainer. Where a real verl is installed (``VERL_PYTHON``),
-launch runs its trainer for real, on a local Ray with a logical GPU, next to verl's own entry point on
-the same overrides: both must get as far as a CPU machine allows and stop at the same place, on the
-missing GPU (tests/verl_ray.py).
+child processes' PYTHONPATH stands in for the trainer. It has none of verl's own checks, so those tests
+launch with ``--skip-verl-checks`` unless they are about the checks. Where a real verl is installed
+(``VERL_PYTHON``), launch runs verl's checks before Ray (a run verl's worker would refuse is refused in
+seconds, nothing written), and its trainer for real, on a local Ray with a logical GPU, next to verl's
+own entry point on the same overrides: both must get as far as a CPU machine allows and stop at the same
+place, on the missing GPU (tests/verl_ray.py).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +25,7 @@ from pathlib import Path
 import pytest
 import verl_ray
 import yaml
-from conftest import REPO, cli_env, main_in_process, verl_python
+from conftest import REPO, cli_env, installed_verl_release, main_in_process, verl_python
 
 from verl_roles import releases
 from verl_roles.cli import main as cli_main
@@ -67,8 +70,15 @@ def trainer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return record
 
 
-def launch(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli_main(["launch", *args])
+SKIP_CHECKS = "--skip-verl-checks"
+
+
+def launch(
+    args: list[str], capsys: pytest.CaptureFixture[str], *, verl_checks: bool = False
+) -> tuple[int, str, str]:
+    """``verl-roles launch ARGS`` in this process; the fake verl has none of verl's checks to run, so
+    they are skipped unless ``verl_checks``."""
+    code = cli_main(["launch", *args, *(() if verl_checks else (SKIP_CHECKS,))])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err, captured.out + captured.err
     return code, captured.out, captured.err
@@ -223,11 +233,31 @@ def test_run_dir_without_resolved_yaml_or_with_overrides_is_a_usage_error(
     assert not trainer.exists()
 
 
-def test_without_verl_one_paragraph_says_how_to_install_the_extra(tmp_path: Path):
-    """As a user types it, with a Python that has no verl: nothing written, nothing started."""
+def extra_requirements(release: str) -> list[str]:
+    """What pyproject.toml's extra for ``release`` installs."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return project["optional-dependencies"][releases.extra(release)]
+
+
+def pip_command(python: str, release: str) -> str:
+    """The install command a hint must name: the extra's requirements, into ``python`` (verl_roles is
+    not on a package index, so `pip install "verl_roles[EXTRA]"` would fail on a fresh machine)."""
+    import shlex
+
+    return f"{python} -m pip install {' '.join(shlex.quote(item) for item in extra_requirements(release))}"
+
+
+@pytest.mark.parametrize("chosen", [None, OLDEST])
+def test_without_verl_one_paragraph_says_how_to_install_the_chosen_release(
+    tmp_path: Path, chosen: str | None
+):
+    """As a user types it, with a Python that has no verl: the pip command for the release the line
+    chooses (the default one otherwise), with the extra's requirements; nothing written, nothing started."""
     env = {key: value for key, value in cli_env().items() if key != "PYTHONPATH"}
+    release = chosen or DEFAULT
+    line = ["critic.optim.lr=2e-5", *((releases.choice(chosen),) if chosen else ())]
     result = subprocess.run(
-        [sys.executable, "-m", "verl_roles.cli", "launch", "critic.optim.lr=2e-5"],
+        [sys.executable, "-m", "verl_roles.cli", "launch", *line],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -238,15 +268,135 @@ def test_without_verl_one_paragraph_says_how_to_install_the_extra(tmp_path: Path
     assert "Traceback" not in result.stderr
     paragraph = result.stderr.strip()
     assert "\n" not in paragraph
-    assert f'pip install "verl_roles[{releases.extra(DEFAULT)}]"' in paragraph
-    assert f"verl=={DEFAULT}" in paragraph
+    assert f"`{pip_command(sys.executable, release)}`" in paragraph
+    assert "verl_roles[" not in paragraph
+    assert f"verl=={release}" in paragraph and f"install verl {release} into" in paragraph
     assert "--verl-python" in paragraph
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_verl_release_that_is_not_supported_gets_the_hint_of_the_run_dirs_release(
+    trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    assert main_in_process([releases.choice(OLDEST)], tmp_path / "job", capsys)[0] == 0
+    monkeypatch.setenv("PYTHONPATH", str(fake_verl(tmp_path / "odd", version="0.1.0")))
+    code, _, err = launch(["--run-dir", str(tmp_path / "job" / "out")], capsys)
+    assert code == 2 and not trainer.exists()
+    assert f"`{pip_command(sys.executable, OLDEST)}`" in err
 
 
 def test_a_verl_python_that_cannot_run_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     code, _, err = launch(["--verl-python", str(tmp_path / "no-python")], capsys)
     assert code == 2 and "could not be run" in err and str(tmp_path / "no-python") in err
+
+
+def test_a_verl_that_cannot_run_its_checks_is_refused_before_the_run_is_in_place(
+    trainer: Path, capsys: pytest.CaptureFixture[str]
+):
+    """The fake verl has a version and a trainer but none of verl's own code: its checks cannot run,
+    which is said in one paragraph naming the install and the way around; the staged run is not put in
+    place and the trainer never starts."""
+    code, out, err = launch(["critic.optim.lr=2e-5", *QUIET], capsys, verl_checks=True)
+    assert code == 2 and not trainer.exists()
+    paragraph = err.strip().splitlines()[-1]
+    assert paragraph.startswith("verl_roles error: verl: could not run its own checks of the run in ")
+    assert "No module named" in paragraph and SKIP_CHECKS in paragraph
+    assert f"`{pip_command(sys.executable, DEFAULT)}`" in paragraph
+    assert "starting verl" not in out
+    assert list(Path.cwd().iterdir()) == []
+
+
+def test_a_run_dir_is_left_as_it_was_when_verls_checks_refuse(
+    trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    assert main_in_process([], tmp_path / "job", capsys)[0] == 0
+    job = tmp_path / "job" / "out"
+    before = folder_state(job)
+    code, _, err = launch(["--run-dir", str(job)], capsys, verl_checks=True)
+    assert code == 2 and "could not run its own checks" in err and not trainer.exists()
+    assert folder_state(job) == before
+
+
+# A stand-in for verl's Python that answers verl's checks with a given answer: the probe and the trainer
+# run in this Python (with the fake verl on the path), the checks file prints ANSWER.
+ANSWERING = """#!/bin/sh
+case "$1" in
+  *verl_prelaunch.py) cat {answer}; exit {code};;
+esac
+exec {python} "$@"
+"""
+
+
+def answering_python(tmp_path: Path, answer: dict | str, code: int = 0) -> Path:
+    (tmp_path / "answer.json").write_text(answer if isinstance(answer, str) else json.dumps(answer),
+                                          encoding="utf-8")
+    python = tmp_path / "answering" / "python"
+    python.parent.mkdir()
+    python.write_text(ANSWERING.format(answer=tmp_path / "answer.json", code=code, python=sys.executable),
+                      encoding="utf-8")
+    python.chmod(0o755)
+    return python
+
+
+def steps(*failed: dict[str, str], reason: str = "") -> dict:
+    """An answer of verl's checks: validate_config and one conversion pass, then ``failed``."""
+    ok = [{"step": "validate_config", "status": "ok"}, {"step": "convert critic", "status": "ok"},
+          {"step": "worker init_model", "status": "ok", "reason": reason}]
+    return {"verl_version": DEFAULT, "steps": ok[: 3 - len(failed)] + list(failed)}
+
+
+def test_verls_refusal_is_one_paragraph_naming_the_step_the_keys_and_their_values(
+    trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    assertion = "assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz"
+    refused = {"step": "worker init_model", "status": "failed", "error": f"AssertionError: {assertion}",
+               "at": "verl/workers/engine_workers.py:616", "code": assertion}
+    python = answering_python(tmp_path, steps(refused))
+    line = ["--verl-python", str(python), "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true", *QUIET]
+    code, out, err = launch(line, capsys, verl_checks=True)
+    assert code == 2 and not trainer.exists()
+    [paragraph] = [line for line in err.strip().splitlines() if not line.startswith("verl_roles warning")]
+    assert paragraph.startswith(
+        "verl_roles error: actor_rollout_ref.actor.use_dynamic_bsz, actor_rollout_ref.rollout.log_prob_use_"
+        f"dynamic_bsz: verl {DEFAULT} refuses the run in `worker init_model`")
+    assert "(verl/workers/engine_workers.py:616)" in paragraph
+    assert ("the run has actor_rollout_ref.actor.use_dynamic_bsz=false, "
+            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true") in paragraph
+    assert "nothing was written and nothing was started. Fix: change `actor_rollout_ref.actor" in paragraph
+    assert "starting verl" not in out
+    assert list(Path.cwd().iterdir()) == []
+
+
+def test_a_run_verl_accepts_is_said_in_one_line_with_what_was_not_evaluated_then_trained(
+    trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    python = answering_python(tmp_path, steps(reason="role actor_rollout; not evaluated: the engine"))
+    code, out, _ = launch(["--verl-python", str(python), *QUIET], capsys, verl_checks=True)
+    assert code == 0 and trainer.exists()
+    assert (f"verl_roles: verl {DEFAULT} accepts the run before Ray (validate_config, 1 conversion, "
+            "worker init_model; ") in out
+    assert "; not evaluated here: the engine" in out
+    assert out.index("accepts the run") < out.index("starting verl")
+    assert len(run_dirs(Path.cwd())) == 1
+
+
+@pytest.mark.parametrize("answer", ["not json", {"error": "ModuleNotFoundError: No module named 'torch'"}])
+def test_checks_that_cannot_run_are_refused_with_what_happened(
+    trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], answer: dict | str
+):
+    python = answering_python(tmp_path, answer, code=1 if answer == "not json" else 0)
+    code, _, err = launch(["--verl-python", str(python), *QUIET], capsys, verl_checks=True)
+    assert code == 2 and not trainer.exists()
+    paragraph = err.strip().splitlines()[-1]
+    assert "verl: could not run its own checks of the run in" in paragraph and SKIP_CHECKS in paragraph
+    assert ("exit code 1" if answer == "not json" else "No module named 'torch'") in paragraph
+    assert list(Path.cwd().iterdir()) == []
+
+
+def folder_state(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under ``folder`` with its modification time and content."""
+    return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
+            for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
 def test_the_verl_extra_installs_the_default_release_with_what_its_trainer_imports():
@@ -256,6 +406,125 @@ def test_the_verl_extra_installs_the_default_release_with_what_its_trainer_impor
 
 # --------------------------------------------------------------------------------------------------
 # The real verl, where it is installed.
+
+
+@dataclass
+class RealVerl:
+    python: str
+    release: str
+    model: str
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def real_verl(tmp_path_factory: pytest.TempPathFactory) -> RealVerl:
+    python, why = verl_python()
+    if python is None:
+        pytest.skip(why)
+    work = tmp_path_factory.mktemp("launch_checks")
+    # Offline as the Ray runs, without HYDRA_FULL_ERROR (which asks verl_roles for tracebacks too).
+    env = {key: value for key, value in ray_env(work).items() if key != "HYDRA_FULL_ERROR"}
+    model = work / "model"
+    driver = str(Path(__file__).resolve().parent / "verl_driver.py")
+    subprocess.run([python, driver, "--build-model", str(model)], env=env, check=True, timeout=300)
+    return RealVerl(python=python, release=installed_verl_release() or DEFAULT, model=str(model), env=env)
+
+
+# What a run needs before verl's checks can pass (the tiny model, a rollout engine, micro batches).
+LAUNCHABLE = (
+    "actor_rollout_ref.model.path={model}",
+    "critic.model.path={model}",
+    "actor_rollout_ref.rollout.name=vllm",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
+    "critic.ppo_micro_batch_size_per_gpu=2",
+    "trainer.n_gpus_per_node=8",
+)
+# Configs verl_roles writes and verl refuses only when its workers are built (after Ray, on the GPUs):
+# the keys the paragraph must name, and verl's words.
+REFUSED_BY_VERLS_WORKER: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
+    "dynamic batching for the log-probs alone": (
+        ("actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true",),
+        ("actor_rollout_ref.actor.use_dynamic_bsz", "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz"),
+        "assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz",
+    ),
+    "a rollout tensor parallel size that does not divide the GPUs": (
+        ("actor_rollout_ref.rollout.tensor_model_parallel_size=3",),
+        (),
+        "rollout world_size: 8 is not divisible by infer_world_size: 3",
+    ),
+}
+
+
+def launch_real(verl: RealVerl, args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``verl-roles launch --verl-python VERL ARGS`` as typed, in ``cwd``; the result and its seconds."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "verl_roles.cli", "launch", "--verl-python", verl.python, *args],
+        cwd=cwd, env=verl.env, capture_output=True, text=True, timeout=600,
+    )
+    return result, time.monotonic() - started
+
+
+@pytest.mark.xdist_group("verl-launch-checks")
+@pytest.mark.parametrize("case", list(REFUSED_BY_VERLS_WORKER))
+def test_launch_refuses_in_seconds_what_verls_worker_would_refuse_after_ray(
+    case: str, real_verl: RealVerl, tmp_path: Path
+):
+    """verl's own ActorRolloutRefWorker.init_model, run by launch before Ray: exit 2, one paragraph
+    (the verl step, verl's words, the keys), nothing written, verl's trainer (and so Ray) never started."""
+    extra, keys, words = REFUSED_BY_VERLS_WORKER[case]
+    args = [arg.format(model=real_verl.model) for arg in (*LAUNCHABLE, *extra)]
+    result, seconds = launch_real(real_verl, [*args, *QUIET], tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.strip().splitlines()
+              if not line.startswith("verl_roles warning")]
+    assert len(errors) == 1, result.stderr
+    paragraph = errors[0]
+    assert f"verl {real_verl.release} refuses the run in `worker init_model`" in paragraph
+    assert words in paragraph and "nothing was written and nothing was started" in paragraph
+    assert all(key in paragraph for key in keys), paragraph
+    assert "starting verl" not in result.stdout
+    assert list(tmp_path.iterdir()) == []
+    assert seconds < 180, f"{seconds:.0f} s"
+
+
+@pytest.mark.xdist_group("verl-launch-checks")
+def test_launch_runs_verls_checks_then_the_trainer_and_checks_a_run_dir_the_same_way(
+    real_verl: RealVerl, tmp_path: Path
+):
+    """A run verl accepts: one line says so (with what a CPU cannot evaluate), then the trainer starts
+    (here a stand-in module that records its call); the same run as ``--run-dir`` is checked again, and a
+    folder verl refuses is left as it was."""
+    trainer_dir = tmp_path / "trainer"
+    trainer_dir.mkdir()
+    (trainer_dir / "recording_trainer.py").write_text(TRAINER, encoding="utf-8")
+    env = {**real_verl.env, "PYTHONPATH": str(trainer_dir), "FAKE_VERL_RECORD": str(tmp_path / "call.json")}
+    verl = RealVerl(real_verl.python, real_verl.release, real_verl.model, env)
+    work = tmp_path / "work"
+    work.mkdir()
+    args = [arg.format(model=verl.model) for arg in LAUNCHABLE]
+    run = ["--trainer-module", "recording_trainer", *args, f"hydra.run.dir={work / 'run'}", *QUIET]
+    result, seconds = launch_real(verl, run, work)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"verl_roles: verl {verl.release} accepts the run before Ray (validate_config, " in result.stdout
+    assert "worker init_model, critic worker;" in result.stdout
+    assert (tmp_path / "call.json").exists() and (work / "run" / "resolved.yaml").exists()
+    print(f"launch with verl's checks: {seconds:.1f} s")
+
+    refused = tmp_path / "refused"
+    shutil.copytree(work / "run", refused)
+    resolved = refused / "resolved.yaml"
+    config = yaml.safe_load(resolved.read_text(encoding="utf-8"))
+    config["actor_rollout_ref"]["rollout"]["log_prob_use_dynamic_bsz"] = True
+    resolved.write_text(yaml.safe_dump(config), encoding="utf-8")
+    before = folder_state(refused)
+    (tmp_path / "call.json").unlink()
+    result, _ = launch_real(verl, ["--trainer-module", "recording_trainer", "--run-dir", str(refused)], work)
+    assert result.returncode == 2 and "refuses the run in `worker init_model`" in result.stderr
+    assert folder_state(refused) == before and not (tmp_path / "call.json").exists()
 
 
 # The two runs the issue names (19, item 6): GRPO on the dp engine (no critic; the reference policy for
@@ -287,6 +556,9 @@ RAY_COMMON = (
     "data.train_batch_size=4",
     "trainer.n_gpus_per_node=1",
     "trainer.nnodes=1",
+    # The rollout's TP*DP*PP must divide the GPUs (verl's worker asserts it in init_model, which launch's
+    # checks run before Ray; the default TP of 2 does not divide one GPU).
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
     "trainer.logger=[console]",
     # verl's TransferQueue starts one Ray actor per storage unit (8 by default): one is enough here.
     "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
@@ -441,7 +713,7 @@ def test_the_install_hint_names_the_interpreter_it_is_for(tmp_path: Path, capsys
     assert code == 2 and out == ""
     paragraph = err.strip().splitlines()[-1]
     assert f"is not installed for the Python at {other}" in paragraph
-    assert f'`{shlex.quote(str(other))} -m pip install "verl_roles[{releases.extra(DEFAULT)}]"`' in paragraph
+    assert f"`{pip_command(shlex.quote(str(other)), DEFAULT)}`" in paragraph
     assert f"into {other}" in paragraph
 
 

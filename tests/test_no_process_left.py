@@ -1,7 +1,8 @@
 """No process is left behind: a Python that never answers launch's verl probe is given up on (with
 everything it started), a trainer ends with `verl-roles launch` and a sweep's worker with the process
 that launched the sweep, also when that one is killed outright (SIGKILL). A stand-in for verl's Python
-(a shell script) answers the probe and records its process number."""
+(a shell script) answers the probe and records its process number; verl's checks, which launch runs
+before the trainer, end with launch too."""
 
 from __future__ import annotations
 
@@ -60,12 +61,16 @@ def test_a_python_that_never_answers_the_probe_is_given_up_on_with_what_it_start
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux ends a child with its parent")
-def test_the_trainer_ends_when_launch_is_killed_outright(tmp_path, capsys):
+@pytest.mark.parametrize("child", ["trainer", "verl's checks"])
+def test_what_launch_started_ends_when_launch_is_killed_outright(tmp_path, capsys, child):
+    """The stand-in answers the probe, then stands in for what launch starts next: verl's checks, or
+    (with --skip-verl-checks) the trainer."""
     run_dir = tmp_path / "run"
     assert main([f"hydra.run.dir={run_dir}", "hydra/job_logging=none", "hydra/hydra_logging=none"]) == 0
     python = stand_in(tmp_path, """echo '{"found": true, "version": "0.9.1"}'; exit 0""")
+    skip = ["--skip-verl-checks"] if child == "trainer" else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "verl_roles.cli", "launch", "--verl-python", str(python),
+        [sys.executable, "-m", "verl_roles.cli", "launch", "--verl-python", str(python), *skip,
          "--run-dir", str(run_dir)],
         cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )

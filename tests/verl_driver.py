@@ -13,19 +13,18 @@ cases: a run directory written by ``python -m verl_roles.main`` and, for the con
 overrides to compose with verl's own config tree. For each case, in order, each step recorded as
 ``ok``, ``failed`` (with verl's error, normalised) or ``n/a`` (verl would not run it for this config):
 
-1. ``validate_config``: ``verl.utils.config.validate_config(cfg, need_reference_policy(cfg),
-   need_critic(cfg))`` on resolved.yaml loaded as Hydra hands it over (struct mode, unresolved).
-2. ``convert <section>``: every ``omega_conf_to_dataclass`` call the installed release makes on the path
-   of ``python -m verl.trainer.main_ppo`` (its calls as frozen in tests/data/verl-<release>/; the table
-   :data:`CONVERSIONS` says how to make each kind), after the same preparation verl applies (the
-   reference policy's config is rebuilt from the actor's as the engine worker does). :data:`ELSEWHERE`
-   lists the sections deliberately left out, with the reason; :func:`call_site_audit` checks the frozen
-   calls against the installed verl's source, so a verl that moves a call is noticed.
-3. ``entry_point``: ``verl.trainer.main_ppo.main`` with ``--config-path RUN_DIR --config-name resolved``,
+1. verl's own pre-Ray checks, as ``verl-roles launch`` runs them: ``verl_roles/verl_prelaunch.py``,
+   loaded by file path (its docstring lists them): ``validate_config``; ``convert <section>``, every
+   ``omega_conf_to_dataclass`` call the installed release makes on the path of ``python -m
+   verl.trainer.main_ppo`` (the kinds the package's release data lists, generated from the calls frozen
+   in tests/data/verl-<release>/); ``worker init_model`` and ``critic worker``, verl's workers built on
+   CPU over a fake process group. :func:`call_site_audit` checks the frozen calls against the installed
+   verl's source (a verl that moves a call is noticed) and against the kinds the checks know.
+2. ``entry_point``: ``verl.trainer.main_ppo.main`` with ``--config-path RUN_DIR --config-name resolved``,
    only ``run_ppo`` replaced (``verl_reach_ray.py``): it must reach the point where Ray would start.
 
 The control runs verl's own entry point on the case's overrides with its own config tree, then the
-conversions on the config it built, so every result can be read against what verl itself does.
+same checks on the config it built, so every result can be read against what verl itself does.
 The read-back (:data:`READBACK`) takes, from the dataclass objects the conversions built, the per-role
 values that decide how a run behaves; the test compares them with resolved.yaml and roles/*.yaml.
 Results are plain JSON, byte-identical for identical inputs (scratch paths and addresses normalised).
@@ -34,18 +33,15 @@ Results are plain JSON, byte-identical for identical inputs (scratch paths and a
 from __future__ import annotations
 
 import contextlib
-import copy
 import fnmatch
 import functools
+import importlib.util
 import json
 import math
 import os
-import re
 import sys
 import traceback
-import warnings
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,68 +118,27 @@ def build_tiny_data(parquet: Path, rows: int = 8) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# The conversions verl makes on main_ppo's path. Which ones a release makes, and where, is data: the
-# calls scripts/freeze_verl_reference.py found in that release (tests/data/verl-<release>/
-# conversions.json); this table says how to make each kind the way verl does.
+# verl's own pre-Ray checks live in the package (verl_roles/verl_prelaunch.py, which `verl-roles launch`
+# runs too); this driver loads that file by path (verl_roles need not be importable here) and adds what
+# only the tests do: the control through verl's own tree, the entry point, the read-back and the audit.
 # --------------------------------------------------------------------------------------------------
 
-DATA = Path(__file__).resolve().parent / "data"
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data"
+PRELAUNCH = REPO / "verl_roles" / "verl_prelaunch.py"
+RELEASES = REPO / "verl_roles" / "verl_releases"
 
 
-@dataclass(frozen=True)
-class Conversion:
-    """One kind of ``omega_conf_to_dataclass`` call: the config node, the dataclass named (None: the
-    node's ``_target_``), and when verl makes it. ``frozen`` is the section as the frozen calls name it
-    (``<tool>`` is the entry of ``tool_config`` the profiler's ``tool`` names)."""
-
-    section: str
-    dataclass: str | None = None
-    when: str = "always"
-    prepared: bool = False
-
-    @property
-    def step(self) -> str:
-        suffix = f" as {self.dataclass.rsplit('.', 1)[1]}" if self.dataclass else ""
-        return f"convert {self.section}{suffix}"
-
-    @property
-    def frozen(self) -> tuple[str, str | None]:
-        short = self.dataclass.rsplit(".", 1)[1] if self.dataclass else None
-        return self.section.removesuffix(".<tool>"), short
+def load_prelaunch() -> Any:
+    """verl_roles/verl_prelaunch.py as a module of its own (registered, as dataclasses need)."""
+    spec = importlib.util.spec_from_file_location("verl_prelaunch", PRELAUNCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-CONVERSIONS: tuple[Conversion, ...] = (
-    Conversion("actor_rollout_ref.actor"),
-    Conversion("actor_rollout_ref.actor.profiler", dataclass="verl.utils.profiler.ProfilerConfig"),
-    Conversion("actor_rollout_ref.actor.profiler", when="profiler set"),
-    Conversion("actor_rollout_ref.actor.profiler.tool_config.<tool>",
-               when="profiler tool with a tool_config"),
-    Conversion("actor_rollout_ref.ref", when="reference policy in its own model", prepared=True),
-    Conversion("actor_rollout_ref.ref.profiler", when="reference policy in its own model, profiler set",
-               prepared=True),
-    Conversion("actor_rollout_ref.rollout"),
-    Conversion("actor_rollout_ref.rollout.checkpoint_engine"),
-    Conversion("actor_rollout_ref.model"),
-    Conversion("actor_rollout_ref.model", dataclass="verl.workers.config.HFModelConfig"),
-    Conversion("critic", when="critic"),
-    Conversion("critic.profiler", when="critic, profiler set"),
-    Conversion("distillation", when="distillation"),
-    Conversion("skip", dataclass="verl.utils.skip.config.SkipManagerConfig"),
-    Conversion("trainer.v1.separate_async.hybrid_rollout", when="v1 separate_async trainer"),
-)
-
-# Frozen call sections that main_ppo's path does not reach as a conversion of its own, with the reason.
-ELSEWHERE: dict[str | None, str] = {
-    None: "a trainer of its own config (the SFT trainers), not a ppo_trainer section",
-    "distillation.teacher_models.*": (
-        "inside DistillationConfig.__post_init__: part of the distillation conversion"),
-    "actor_rollout_ref.rollout.profiler.tool_config": (
-        "the rollout's profiler tool config, already a dataclass after the rollout conversion"),
-    "actor_rollout_ref.rollout.profiler.global_tool_config.nsys": (
-        "the rollout's nsys tool config, already a dataclass after the rollout conversion"),
-}
-
-PROFILER_TOOLS_WITH_CONFIG = ("npu", "nsys", "torch", "torch_memory", "precision_debugger")
+prelaunch = load_prelaunch()
 
 
 def frozen_calls(version: str) -> list[dict[str, Any]] | None:
@@ -192,15 +147,18 @@ def frozen_calls(version: str) -> list[dict[str, Any]] | None:
     return json.loads(path.read_text(encoding="utf-8"))["calls"] if path.is_file() else None
 
 
-def made_by(version: str) -> set[tuple[str, str | None]]:
-    """(section, dataclass) of every conversion verl ``version`` makes (its frozen calls)."""
-    return {(call["section"], call["dataclass_type"]) for call in frozen_calls(version) or ()}
+@functools.cache
+def made_by(version: str) -> frozenset[tuple[str, str | None]]:
+    """(section, dataclass) of every conversion verl ``version`` makes: the data the package ships for
+    it, as `verl-roles launch` hands it to the checks (none for a release it does not ship)."""
+    path = RELEASES / f"{version}.json"
+    return prelaunch.release_conversions(path) if path.is_file() else frozenset()
 
 
 def call_site_audit(verl_root: Path, version: str) -> dict[str, list[str]]:
     """The installed verl's ``omega_conf_to_dataclass(`` calls must be the frozen ones of its release
-    (else the reference is stale: freeze it again), and each frozen call must be a kind of
-    :data:`CONVERSIONS` or in :data:`ELSEWHERE`. Returns the discrepancies."""
+    (else the reference is stale: freeze it again), and each frozen call must be a kind of the checks'
+    CONVERSIONS or in their ELSEWHERE. Returns the discrepancies."""
     found: set[str] = set()
     for path in sorted(verl_root.rglob("*.py")):
         relative = f"verl/{path.relative_to(verl_root).as_posix()}"
@@ -212,10 +170,11 @@ def call_site_audit(verl_root: Path, version: str) -> dict[str, list[str]]:
         return {"unlisted": sorted(found), "stale": [f"no frozen reference tests/data/verl-{version}/"],
                 "uncovered": [], "count": [str(len(found))]}
     frozen = {f"{call['file']}:{call['line']}" for call in calls}
-    kinds = {conversion.frozen for conversion in CONVERSIONS}
+    kinds = {conversion.frozen for conversion in prelaunch.CONVERSIONS}
+    excused = prelaunch.ELSEWHERE
     uncovered = sorted(
         f"{call['file']}:{call['line']} ({call['section']}, {call['dataclass_type']})" for call in calls
-        if (call["section"], call["dataclass_type"]) not in kinds and call["section"] not in ELSEWHERE
+        if (call["section"], call["dataclass_type"]) not in kinds and call["section"] not in excused
     )
     return {"unlisted": sorted(found - frozen), "stale": sorted(frozen - found), "uncovered": uncovered,
             "count": [str(len(found))]}
@@ -350,73 +309,9 @@ def read_back(objects: dict[str, Any], cfg: Any) -> list[dict[str, Any]]:
 # Running the steps.
 # --------------------------------------------------------------------------------------------------
 
-
-@dataclass
-class Normaliser:
-    """Makes error text reproducible: scratch paths replaced by names, addresses and long tails cut."""
-
-    replacements: dict[str, str] = field(default_factory=dict)
-
-    def __call__(self, error: BaseException) -> str:
-        text = f"{type(error).__name__}: {error}"
-        for path, name in sorted(self.replacements.items(), key=lambda item: -len(item[0])):
-            text = text.replace(path, name)
-        text = re.sub(r" at 0x[0-9a-fA-F]+", "", text)
-        text = text.split(" Got config: ", 1)[0]
-        text = " ".join(text.split())
-        return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."
-
-
-@dataclass
-class CaseRun:
-    """The steps of one case, in order, and the objects its conversions built."""
-
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    objects: dict[str, Any] = field(default_factory=dict)
-
-    def record(self, step: str, status: str, detail: str | None = None) -> None:
-        entry: dict[str, Any] = {"step": step, "status": status}
-        if detail is not None:
-            entry["error" if status == "failed" else "reason"] = detail
-        self.steps.append(entry)
-
-
-def quietly(action: Callable[[], Any]) -> Any:
-    """Run ``action`` with verl's prints and warnings kept out of the results (stdout goes to stderr)."""
-    with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return action()
-
-
-def load_like_hydra(resolved_yaml: Path) -> Any:
-    """resolved.yaml as verl's Hydra entry point hands it to ``main``: a struct-mode DictConfig."""
-    from omegaconf import OmegaConf
-
-    cfg = OmegaConf.load(resolved_yaml)
-    OmegaConf.set_struct(cfg, True)
-    return cfg
-
-
-def select(cfg: Any, path: str) -> Any:
-    node = cfg
-    for part in path.split("."):
-        node = node[part]
-    return node
-
-
-def prepare_ref(cfg: Any) -> Any:
-    """The reference policy's config as ``ActorRolloutRefWorker.init_model`` rebuilds it before converting
-    it (verl/workers/engine_workers.py:545-552): the actor's mini batch, log-prob batch keys renamed."""
-    from omegaconf import open_dict
-
-    actor, ref = cfg.actor_rollout_ref.actor, copy.deepcopy(cfg.actor_rollout_ref.ref)
-    with open_dict(ref):
-        ref.ppo_mini_batch_size = actor.ppo_mini_batch_size
-        ref.ppo_micro_batch_size = ref.pop("log_prob_micro_batch_size", None)
-        ref.ppo_micro_batch_size_per_gpu = ref.pop("log_prob_micro_batch_size_per_gpu", None)
-        ref.use_dynamic_bsz = ref.pop("log_prob_use_dynamic_bsz", False)
-        ref.ppo_max_token_len_per_gpu = ref.pop("log_prob_max_token_len_per_gpu", None)
-    return ref
+Normaliser = prelaunch.Normaliser
+CaseRun = prelaunch.Steps
+quietly = prelaunch.quietly
 
 
 @functools.cache
@@ -424,90 +319,6 @@ def verl_version() -> str:
     import verl
 
     return verl.__version__
-
-
-def lora_rank(cfg: Any) -> int:
-    """The LoRA rank verl's trainer decides placement with (main_ppo_v0.py:44-46, trainer_base.py:232-234)."""
-    model = cfg.actor_rollout_ref.model
-    rank = model.get("lora", {}).get("rank", 0)
-    return rank if rank > 0 else model.get("lora_rank", 0)
-
-
-def applies(conversion: Conversion, cfg: Any) -> str | None:
-    """None when verl makes this conversion for ``cfg``; otherwise why it does not."""
-    from verl.trainer.distillation import is_distillation_enabled
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-
-    if conversion.frozen not in made_by(verl_version()):
-        return f"verl {verl_version()} makes no such conversion"
-    when = conversion.when
-    if when.startswith("reference policy"):
-        if not need_reference_policy(cfg):
-            return "no reference policy (neither use_kl_loss nor use_kl_in_reward)"
-        if lora_rank(cfg) > 0 or cfg.actor_rollout_ref.model.get("lora_adapter_path") is not None:
-            return "the reference policy is the actor's base model (LoRA)"
-    if when.startswith("critic") and not need_critic(cfg):
-        return "no critic for this algorithm"
-    if when == "distillation" and not is_distillation_enabled(cfg.get("distillation")):
-        return "distillation disabled"
-    if when == "v1 separate_async trainer" and not (
-        cfg.trainer.get("use_v1", False) and cfg.trainer.v1.trainer_mode == "separate_async"
-    ):
-        return "not the v1 separate_async trainer"
-    if when.endswith("profiler set") and not _node(cfg, conversion):
-        return "profiler section empty"
-    if when == "profiler tool with a tool_config":
-        tool = cfg.actor_rollout_ref.actor.get("profiler", {}).get("tool", None)
-        if tool not in PROFILER_TOOLS_WITH_CONFIG:
-            return f"profiler tool {tool!r} has no tool_config"
-    return None
-
-
-def _node(cfg: Any, conversion: Conversion) -> Any:
-    if conversion.prepared:
-        rest = conversion.section.removeprefix("actor_rollout_ref.ref").lstrip(".")
-        return select(prepare_ref(cfg), rest) if rest else prepare_ref(cfg)
-    if conversion.section.endswith(".<tool>"):
-        profiler = cfg.actor_rollout_ref.actor.profiler
-        return profiler.get("tool_config", {}).get(profiler.tool)
-    return select(cfg, conversion.section)
-
-
-def run_conversions(cfg: Any, run: CaseRun, normalise: Normaliser) -> None:
-    from verl.utils.config import omega_conf_to_dataclass
-    from verl.utils.import_utils import load_class_from_fqn
-
-    for conversion in CONVERSIONS:
-        try:
-            skip = quietly(lambda conversion=conversion: applies(conversion, cfg))
-            if skip is not None:
-                run.record(conversion.step, "n/a", skip)
-                continue
-            node = _node(cfg, conversion)
-            target = load_class_from_fqn(conversion.dataclass) if conversion.dataclass else None
-            obj = quietly(
-                lambda node=node, target=target: omega_conf_to_dataclass(node, dataclass_type=target)
-            )
-        except Exception as error:  # noqa: BLE001 - every verl error is a result, reported per step
-            run.record(conversion.step, "failed", normalise(error))
-            continue
-        run.objects.setdefault(conversion.step, obj)
-        run.record(conversion.step, "ok")
-
-
-def run_validate(cfg: Any, run: CaseRun, normalise: Normaliser) -> None:
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import validate_config
-
-    def validate() -> None:
-        validate_config(copy.deepcopy(cfg), need_reference_policy(cfg), need_critic(cfg))
-
-    try:
-        quietly(validate)
-    except Exception as error:  # noqa: BLE001
-        run.record("validate_config", "failed", normalise(error))
-        return
-    run.record("validate_config", "ok")
 
 
 def run_entry_point(argv: list[str], run: CaseRun, normalise: Normaliser) -> Any:
@@ -519,7 +330,7 @@ def run_entry_point(argv: list[str], run: CaseRun, normalise: Normaliser) -> Any
     except BaseException as error:  # noqa: BLE001 - Hydra may exit; that is a result too
         if isinstance(error, KeyboardInterrupt):
             raise
-        run.record("entry_point", "failed", normalise(error))
+        run.record("entry_point", "failed", normalise(error))  # Hydra's own frames: no verl frame to name
         return None
     run.record("entry_point", "ok", None)
     run.steps[-1]["task_runner"] = reached.task_runner
@@ -554,14 +365,14 @@ def is_known(case: str, step: dict[str, Any], known: list[list[str]]) -> bool:
 
 
 def check_run_dir(run_dir: Path, run: CaseRun, normalise: Normaliser) -> Any:
-    """Steps 1-3 on a run directory; returns resolved.yaml as loaded (None if it does not load)."""
+    """verl's checks (verl_roles/verl_prelaunch.py), then the entry point, on a run directory; returns
+    resolved.yaml as loaded (None if it does not load)."""
     try:
-        cfg = load_like_hydra(run_dir / "resolved.yaml")
+        cfg = prelaunch.load_like_hydra(run_dir / "resolved.yaml")
     except Exception as error:  # noqa: BLE001
-        run.record("load resolved.yaml", "failed", normalise(error))
+        run.failed("load resolved.yaml", error, normalise)
         return None
-    run_validate(cfg, run, normalise)
-    run_conversions(cfg, run, normalise)
+    prelaunch.check_config(cfg, run, normalise, made_by(verl_version()))
     run_entry_point(["--config-path", str(run_dir), "--config-name", "resolved"], run, normalise)
     return cfg
 
@@ -575,10 +386,12 @@ def check_control(overrides: list[str], normalise: Normaliser) -> dict[str, Any]
 
         # What every release validates on the way (verl 0.8.0 in its TaskRunner, after run_ppo starts
         # Ray; later ones in main, before it), so the control fails where the environment does.
-        run_validate(cfg, run, normalise)
+        prelaunch.run_validate(cfg, run, normalise)
         # As both task runners do before building workers (main_ppo_v0.py:166, main_ppo.py:145).
         OmegaConf.resolve(cfg)
-        run_conversions(cfg, run, normalise)
+        made = made_by(verl_version())
+        prelaunch.run_conversions(cfg, run, normalise, made)
+        prelaunch.run_worker_steps(cfg, run, normalise, made)
     return {"steps": run.steps}
 
 
@@ -602,6 +415,7 @@ def main(manifest_path: str, results_path: str) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import verl
 
+    quietly(lambda: prelaunch.import_checks(warm=True))  # before the pool forks: every step starts warm
     build_tiny_model(model_dir)
     verl_root = Path(verl.__file__).resolve().parent
     normalise = Normaliser({str(model_dir): "<model>", str(work_dir): "<work>", str(verl_root): "<verl>"})

@@ -82,6 +82,45 @@ def shadowing_notice() -> str | None:
     )
 
 
+def extra_requirements(extra: str) -> list[str] | None:
+    """What this copy of verl_roles' optional extra ``extra`` installs, as pip requirements: read from
+    the checkout's pyproject.toml when a checkout runs, else from the metadata installed beside this
+    package. None when neither says (then the caller names the one requirement it knows).
+
+    verl_roles is not published on a package index, so ``pip install "verl_roles[EXTRA]"`` cannot work
+    on a fresh machine; the requirements themselves can be installed anywhere."""
+    root = checkout_root()
+    if root is not None:
+        import tomllib
+
+        try:
+            project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+        except (OSError, ValueError, KeyError):
+            return None
+        listed = project.get("optional-dependencies", {}).get(extra)
+        return [str(item) for item in listed] if isinstance(listed, list) else None
+    return _installed_extra(extra)
+
+
+def _installed_extra(extra: str) -> list[str] | None:
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for dist in metadata.distributions(name=DISTRIBUTION, path=[str(PACKAGE_DIR.parent)]):
+        found = []
+        for line in dist.requires or ():
+            try:
+                requirement = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if requirement.marker is not None and requirement.marker.evaluate({"extra": extra}):
+                requirement.marker = None
+                found.append(str(requirement))
+        return found or None
+    return None
+
+
 def print_shadowing_notice() -> None:
     """Print :func:`shadowing_notice` on stderr, worded as every verl_roles warning, when there is one."""
     notice = shadowing_notice()

@@ -156,16 +156,21 @@ def extra(release: str) -> str:
 
 def install_hint(release: str = DEFAULT_RELEASE, python: str | None = None) -> str:
     """How to get ``release`` of verl into the environment of the interpreter ``python`` (the current
-    environment when None): the pip command names that interpreter when it is given."""
+    environment when None): the pip command installs what our extra for the release lists (read from
+    this copy of verl_roles, :func:`verl_roles.installation.extra_requirements`), into that interpreter.
+    verl_roles itself is not on a package index, so the command never names it."""
     import shlex
+
+    from verl_roles.installation import extra_requirements
 
     pip = f"{shlex.quote(python)} -m pip" if python else "pip"
     into = f" into {python}" if python else ""
+    requirements = extra_requirements(extra(release)) or [f"verl=={release}"]
+    command = f"{pip} install {' '.join(shlex.quote(item) for item in requirements)}"
     return (
-        f'install verl {release}{into} with `{pip} install "verl_roles[{extra(release)}]"` '
-        f"(verl=={release} and what its "
-        "trainer imports; about 5 minutes and 6.4 GB; CPU-only is enough to check a config), or point "
-        f"`--verl-python` at the Python of an environment that has verl {release}"
+        f"install verl {release}{into} with `{command}` (verl=={release} and what its trainer imports, as "
+        f"verl_roles' extra {extra(release)} lists them; about 5 minutes and 6.4 GB; CPU-only is enough to "
+        f"check a config), or point `--verl-python` at the Python of an environment that has verl {release}"
     )
 
 

@@ -5,7 +5,9 @@ down). ``tests/test_layers.py`` reads this map: it fails on an upward import, on
 module the map does not place, and on an import of the composition tier from anywhere but the API.
 
 - **foundation**: the words and tables everything uses (errors, notices, the layout of engines and
-  roles, the verl release seam, file limits); imports nothing of verl_roles above itself.
+  roles, the verl release seam, file limits); imports nothing of verl_roles above itself. Also
+  ``verl_prelaunch``, verl's own pre-Ray checks, which runs in verl's Python and imports nothing of
+  verl_roles at all.
 - **values**: the lower half of the Hydra adapter: OmegaConf node internals, the one YAML dialect,
   Hydra's override text (:mod:`verl_roles.omegaconf_adapter`).
 - **core**: the command-line model, the gate, the pipeline steps, the rules, the schema, wording and
@@ -27,6 +29,7 @@ TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "errors", "inert_table", "installation", "key_docs", "layout", "limits", "notices", "own_types",
             "passed_on", "program", "releases", "suggest", "text_table", "tiers", "verl_differences",
+            "verl_prelaunch",
         ),
     ),
     ("values", ("omegaconf_adapter",)),

@@ -18,6 +18,13 @@ config written for one release and run on another is what silently changes behav
 config stops the launch with the main job's error: nothing written, nothing started. ``--run-dir DIR``
 skips composing and trains on a run directory written before, e.g. by one job of a sweep; its
 ``resolved.yaml`` must be written for the installed release too.
+
+Before verl's trainer starts (and before a fresh run is swapped into place), verl's own checks run on
+the run in the chosen Python (:mod:`verl_roles.commands.launch_checks`): its ``validate_config``, every
+conversion of its trainer and workers, and its workers' ``init_model`` and critic worker on CPU. When
+verl would refuse the run, launch stops in seconds with one paragraph (exit 2): a fresh run is not
+written, a ``--run-dir`` folder is left as it was, and Ray never starts. ``--skip-verl-checks`` starts
+the trainer without them.
 """
 
 from __future__ import annotations
@@ -34,10 +41,13 @@ from pathlib import Path
 
 from verl_roles import releases
 from verl_roles.cmdline import CommandLine
-from verl_roles.commands.main import MAIN_FLAGS, run_main_job
+from verl_roles.commands.child_processes import ends_with, finish_within
+from verl_roles.commands.launch_checks import run_checks
+from verl_roles.commands.main import MAIN_FLAGS, BeforeCommit, run_main_job
+from verl_roles.commands.reporting import say
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.flags import REQUIRED, FlagSpec
+from verl_roles.flags import NO_VALUE, REQUIRED, FlagSpec
 
 TRAINER_MODULE = "verl.trainer.main_ppo"
 
@@ -53,7 +63,11 @@ RUN_DIR = FlagSpec(
     ("--run-dir",), REQUIRED, value_name="a run directory", metavar="DIR",
     help="train on a run directory written before (e.g. one job of a sweep) instead of composing one",
 )
-LAUNCH_FLAGS: tuple[FlagSpec, ...] = (VERL_PYTHON, TRAINER, RUN_DIR)
+SKIP_CHECKS = FlagSpec(
+    ("--skip-verl-checks",), NO_VALUE,
+    help="start verl's trainer without running verl's own checks of the run first (they take seconds)",
+)
+LAUNCH_FLAGS: tuple[FlagSpec, ...] = (VERL_PYTHON, TRAINER, RUN_DIR, SKIP_CHECKS)
 
 # Asked of the chosen Python: is verl importable, and which version is installed (without importing
 # verl, which takes seconds).
@@ -74,6 +88,7 @@ class LaunchOptions:
     trainer_module: str = TRAINER_MODULE
     run_dir: Path | None = None
     overrides: list[str] = field(default_factory=list)
+    checks: bool = True
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,7 @@ def options_of(invocation: Invocation) -> LaunchOptions:
         trainer_module=invocation.value(TRAINER) or TRAINER_MODULE,
         run_dir=Path(run_dir) if run_dir is not None else None,
         overrides=invocation.line.without(*LAUNCH_FLAGS).argv(),
+        checks=not invocation.given(SKIP_CHECKS),
     )
     if options.run_dir is not None and options.overrides:
         raise ConfigError([Problem(
@@ -115,21 +131,16 @@ def probe_verl(python: str) -> VerlProbe | None:
                                  stderr=subprocess.PIPE, text=True, process_group=0)
     except OSError:
         return None
-    try:
-        out, _ = probe.communicate(timeout=PROBE_SECONDS)
-    except BaseException as error:  # the time-out, Ctrl-C: the probe and all it started end here
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(probe.pid, signal.SIGKILL)
-        probe.communicate()
-        if not isinstance(error, subprocess.TimeoutExpired):
-            raise
+    finished = finish_within(probe, PROBE_SECONDS)  # the time-out, Ctrl-C: the probe and all it started end
+    if finished is None:
         raise ConfigError([Problem(
             key=VERL_PYTHON.name,
             message=f"{python} did not say within {PROBE_SECONDS} seconds whether it has verl (it was asked "
             "to read verl's package metadata, not to import it); nothing was written and nothing was started",
             fix=f"check that it starts (`{python} -c pass`), or pass the Python of your verl environment "
             "with --verl-python",
-        )]) from None
+        )])
+    out, _ = finished
     if probe.returncode != 0:
         return None
     lines = out.strip().splitlines()
@@ -143,17 +154,17 @@ def probe_verl(python: str) -> VerlProbe | None:
     return VerlProbe(found=bool(answer["found"]), version=str(version) if version is not None else None)
 
 
-def not_installed(python: str, probe: VerlProbe | None) -> ConfigError:
+def not_installed(python: str, probe: VerlProbe | None, wanted: str) -> ConfigError:
     where = f"the Python at {python}" if probe is not None else f"{python} (it could not be run)"
     return ConfigError([Problem(
         key="verl",
         message=f"is not installed for {where}, and `verl-roles launch` trains with verl's trainer; nothing "
         "was written and nothing was started",
-        fix=releases.install_hint(python=python),
+        fix=releases.install_hint(wanted, python=python),
     )])
 
 
-def installed_release(python: str, version: str | None) -> str:
+def installed_release(python: str, version: str | None, wanted: str) -> str:
     """The supported release ``python`` has, else the error naming the releases verl_roles writes for."""
     if releases.is_supported(version):
         return str(version)
@@ -162,8 +173,21 @@ def installed_release(python: str, version: str | None) -> str:
         key="verl",
         message=f"{python} has {installed}, and verl_roles writes configs for verl "
         f"{', '.join(releases.supported())} only; nothing was written and nothing was started",
-        fix=releases.install_hint(python=python),
+        fix=releases.install_hint(wanted, python=python),
     )])
+
+
+def wanted_release(options: LaunchOptions) -> str:
+    """The release the launch asks for, whose install a hint names: the one a ``--run-dir``'s
+    resolved.yaml was written for, or the one the command line chooses, else the default."""
+    if options.run_dir is not None:
+        written = written_release(options.run_dir)
+        return written if releases.is_supported(written) else releases.DEFAULT_RELEASE
+    try:
+        command = CommandLine.parse(options.overrides)
+        return command.release() if command.chose(releases.VERSION_KEY) else releases.DEFAULT_RELEASE
+    except ConfigError:
+        return releases.DEFAULT_RELEASE  # the main job words what is wrong with the line
 
 
 def for_release(overrides: list[str], release: str, python: str) -> list[str]:
@@ -185,16 +209,24 @@ def for_release(overrides: list[str], release: str, python: str) -> list[str]:
     return overrides
 
 
-def written_for(run_dir: Path, release: str, python: str) -> None:
-    """A run directory written before must be written for the installed ``release``."""
+def written_release(run_dir: Path) -> str | None:
+    """The ``verl_version`` a run directory's resolved.yaml records (None when it cannot be read)."""
     import yaml
 
     try:
         resolved = yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
-        return  # check_written_run has said what is wrong with the folder
+        return None
     written = resolved.get(releases.VERSION_KEY) if isinstance(resolved, dict) else None
-    if str(written) != release:
+    return None if written is None else str(written)
+
+
+def written_for(run_dir: Path, release: str, python: str) -> None:
+    """A run directory written before must be written for the installed ``release``."""
+    if not (run_dir / "resolved.yaml").is_file():
+        return  # check_written_run has said what is wrong with the folder
+    written = written_release(run_dir)
+    if written != release:
         raise ConfigError([Problem(
             key=releases.VERSION_KEY,
             message=f"of {run_dir / 'resolved.yaml'} is {written}, but {python} has verl {release}; nothing "
@@ -204,13 +236,26 @@ def written_for(run_dir: Path, release: str, python: str) -> None:
         )])
 
 
-def write_run_dir(overrides: list[str]) -> tuple[int, Path | None]:
+def write_run_dir(overrides: list[str], before_commit: BeforeCommit | None = None) -> tuple[int, Path | None]:
     """The main job on ``overrides``: (its exit code, the run directory it wrote or None).
 
     The main job plans the run before anything exists, so an invalid config writes nothing; a sweep is
-    refused before it is planned (launch trains one run)."""
-    code, run_dirs = run_main_job(list(overrides), single_run_only=True)
+    refused before it is planned (launch trains one run); ``before_commit`` sees the run's files before
+    they are put in place, and refuses the run by raising."""
+    code, run_dirs = run_main_job(list(overrides), single_run_only=True, before_commit=before_commit)
     return code, (run_dirs[0] if code == 0 and run_dirs else None)
+
+
+def verl_checks(options: LaunchOptions, release: str, workdir: Path) -> BeforeCommit | None:
+    """verl's own checks of a run (staged or written before), said in one line when they pass; None
+    with ``--skip-verl-checks``."""
+    if not options.checks:
+        return None
+
+    def check(run_dir: Path, shown_as: Path) -> None:
+        say(run_checks(options.verl_python, run_dir, release, workdir, shown_as).passed())
+
+    return check
 
 
 def trainer_command(options: LaunchOptions, run_dir: Path) -> list[str]:
@@ -246,17 +291,22 @@ def _launch(invocation: Invocation) -> int:
         check_written_run(options.run_dir)
     probe = probe_verl(options.verl_python)
     if probe is None or not probe.found:
-        raise not_installed(options.verl_python, probe)
-    release = installed_release(options.verl_python, probe.version)
+        raise not_installed(options.verl_python, probe, wanted_release(options))
+    release = installed_release(options.verl_python, probe.version, wanted_release(options))
     if options.run_dir is not None:
         run_dir = options.run_dir
         written_for(run_dir, release, options.verl_python)
         workdir = composed_in(run_dir)
+        check = verl_checks(options, release, workdir)
+        if check is not None:
+            check(run_dir, run_dir)
     else:
-        code, written = write_run_dir(for_release(options.overrides, release, options.verl_python))
+        workdir = Path.cwd()
+        code, written = write_run_dir(for_release(options.overrides, release, options.verl_python),
+                                      verl_checks(options, release, workdir))
         if code or written is None:
-            return code  # an invalid config (nothing written), or e.g. --cfg job (nothing to train)
-        run_dir, workdir = written, Path.cwd()
+            return code  # an invalid config or one verl refuses (nothing written), or e.g. --cfg job
+        run_dir = written
     command = trainer_command(options, run_dir)
     where = "" if workdir == Path.cwd() else f" in {workdir} (where the run was composed)"
     print(f"verl_roles: starting verl{where}: {shlex.join(command)}", flush=True)
@@ -273,8 +323,8 @@ COMMAND = Command(
     passes_note="Every other argument is the main job's (its flags and overrides: python -m verl_roles.main "
     "--help).",
     usage=(
-        "[--verl-python PYTHON] [--trainer-module MODULE] [hydra overrides...]",
-        "[--verl-python PYTHON] [--trainer-module MODULE] --run-dir DIR",
+        "[--verl-python PYTHON] [--trainer-module MODULE] [--skip-verl-checks] [hydra overrides...]",
+        "[--verl-python PYTHON] [--trainer-module MODULE] [--skip-verl-checks] --run-dir DIR",
     ),
     about=f"""\
 Compose, validate and write a run directory exactly as `python -m verl_roles.main [overrides]`, written
@@ -282,8 +332,11 @@ for the verl release PYTHON has (verl_version=<that release> unless the line cho
 release is refused), then run verl's trainer on its resolved.yaml and exit with the trainer's exit code:
   PYTHON -m {TRAINER_MODULE} --config-path RUN_DIR --config-name resolved hydra.run.dir=RUN_DIR/verl
 
-An invalid config writes nothing and starts nothing. A sweep (-m) is composed with
-`python -m verl_roles.main -m ...`; then launch each job with `verl-roles launch --run-dir JOB_DIR`.""",
+Before the trainer starts, verl's own checks run on the run in PYTHON (validate_config, every conversion
+of its trainer and workers, its workers' init_model and critic worker on CPU, without Ray); a run verl
+refuses stops there with one paragraph. An invalid config, or one verl refuses, writes nothing and starts
+nothing. A sweep (-m) is composed with `python -m verl_roles.main -m ...`; then launch each job with
+`verl-roles launch --run-dir JOB_DIR`.""",
     examples=("verl-roles launch --verl-python ~/verl-env/bin/python model_engine=megatron",),
 )
 
@@ -306,9 +359,9 @@ def composed_in(run_dir: Path) -> Path:
 def run_trainer(command: list[str], workdir: Path) -> int:
     """Run verl's trainer in its own process group and wait for it; Ctrl-C, SIGTERM and SIGHUP sent to
     launch reach the trainer and everything it started, so stopping launch stops the training; killed
-    outright, launch takes the trainer's process with it (:func:`_ends_with`)."""
+    outright, launch takes the trainer's process with it (:func:`child_processes.ends_with`)."""
     process = subprocess.Popen(command, cwd=workdir, process_group=0,
-                               preexec_fn=_ends_with(os.getpid()))  # noqa: PLW1509 - no threads here
+                               preexec_fn=ends_with(os.getpid()))  # noqa: PLW1509 - no threads here
 
     def forward(signum: int, frame: object) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -324,22 +377,3 @@ def run_trainer(command: list[str], workdir: Path) -> int:
     finally:
         for number, handler in saved.items():
             signal.signal(number, handler)
-
-
-def _ends_with(parent: int):  # noqa: ANN202 - a preexec function
-    """What the trainer's process runs before it starts: Linux sends it SIGTERM when launch ends, also
-    when launch is killed outright (SIGKILL runs no handler that could forward a signal). Elsewhere the
-    trainer outlives a killed launch."""
-
-    def arrange() -> None:
-        import ctypes
-
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            return
-        if os.getppid() != parent:  # launch ended before the request was made
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return arrange

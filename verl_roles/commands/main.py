@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -227,15 +228,24 @@ def main(argv: list[str] | None = None) -> int:
     return run_main_job(list(sys.argv[1:] if argv is None else argv))[0]
 
 
-def run_main_job(args: list[str], *, single_run_only: bool = False) -> tuple[int, list[Path]]:
+# Called with a single run's staging folder (its files written) and the folder it will have, before the
+# run is swapped into place; raising refuses the run and leaves nothing behind.
+BeforeCommit = Callable[[Path, Path], None]
+
+
+def run_main_job(
+    args: list[str], *, single_run_only: bool = False, before_commit: BeforeCommit | None = None
+) -> tuple[int, list[Path]]:
     """The main job on ``args``: its exit code and the run directories it wrote. ``single_run_only``
-    refuses a sweep before anything is planned (``verl-roles launch`` trains one run)."""
+    refuses a sweep before anything is planned (``verl-roles launch`` trains one run); ``before_commit``
+    checks a single run's files before they are put in place (``verl-roles launch`` runs verl's checks)."""
     args, job = list(args), MainJob()
     print_shadowing_notice()
-    return run_reporting_errors(lambda: _invoke(args, job, single_run_only), args), job.run_dirs
+    return (run_reporting_errors(lambda: _invoke(args, job, single_run_only, before_commit), args),
+            job.run_dirs)
 
 
-def _invoke(args: list[str], job: MainJob, single_run_only: bool) -> None:
+def _invoke(args: list[str], job: MainJob, single_run_only: bool, before_commit: BeforeCommit | None) -> None:
     # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
     # for every job of a sweep alike.
     command = read_command_line(CommandLine.parse(args, MAIN_FLAGS)).command
@@ -284,6 +294,8 @@ def _invoke(args: list[str], job: MainJob, single_run_only: bool) -> None:
     with signals_raise(), claim_folder(plan.target, RUN, overwrite=overwrite) as claim:
         job.run = plan
         run_app(job, command.hydra_argv(), plan.served(claim.staging))
+        if before_commit is not None:
+            before_commit(claim.staging, plan.target)
         claim.commit()
     if job.written:
         say(job.written)
