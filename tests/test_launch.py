@@ -71,14 +71,19 @@ def trainer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 SKIP_CHECKS = "--skip-verl-checks"
+# What only the user can know; launch refuses a run whose paths are still the shipped placeholders.
+PATHS = ["actor_rollout_ref.model.path=/models/tiny", "data.train_files=/data/train.parquet",
+         "data.val_files=/data/test.parquet"]
 
 
 def launch(
-    args: list[str], capsys: pytest.CaptureFixture[str], *, verl_checks: bool = False
+    args: list[str], capsys: pytest.CaptureFixture[str], *, verl_checks: bool = False, paths: bool = True
 ) -> tuple[int, str, str]:
-    """``verl-roles launch ARGS`` in this process; the fake verl has none of verl's checks to run, so
-    they are skipped unless ``verl_checks``."""
-    code = cli_main(["launch", *args, *(() if verl_checks else (SKIP_CHECKS,))])
+    """``verl-roles launch ARGS`` in this process, with the user's paths set (unless ``paths`` is False or
+    it trains on a ``--run-dir``); the fake verl has none of verl's checks to run, so they are skipped
+    unless ``verl_checks``."""
+    given = PATHS if paths and "--run-dir" not in args else []
+    code = cli_main(["launch", *args, *given, *(() if verl_checks else (SKIP_CHECKS,))])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err, captured.out + captured.err
     return code, captured.out, captured.err
@@ -97,6 +102,11 @@ def test_the_trainer_gets_the_users_hydra_full_error(
     code, _, _ = launch(QUIET, capsys)
     assert code == 0
     assert json.loads(trainer.read_text(encoding="utf-8"))["hydra_full_error"] == users
+
+
+def write_job(overrides: list[str], where: Path, capsys: pytest.CaptureFixture[str]) -> int:
+    """The main job on ``overrides`` with the user's paths set, as a run launch trains on is written."""
+    return main_in_process([*overrides, *PATHS], where, capsys)[0]
 
 
 def run_dirs(root: Path) -> list[Path]:
@@ -130,8 +140,7 @@ def test_the_run_dir_is_exactly_what_the_main_job_writes(
     overrides = ["model_engine=megatron", "critic.megatron.param_offload=true"]
     assert launch([*overrides, *QUIET], capsys)[0] == 0
     [launched] = run_dirs(Path.cwd())
-    code, _, _ = main_in_process(overrides, tmp_path / "main_job", capsys)
-    assert code == 0
+    assert write_job(overrides, tmp_path / "main_job", capsys) == 0
     main_dir = tmp_path / "main_job" / "out"
     for name in (
         "resolved.yaml",
@@ -165,6 +174,32 @@ def test_a_sweep_is_refused_with_the_way_to_launch_its_jobs(
 def written_release(run_root: Path) -> str:
     [run_dir] = run_dirs(run_root)
     return yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))[releases.VERSION_KEY]
+
+
+def test_a_model_or_data_path_left_at_its_placeholder_is_refused_before_anything_is_written(
+    trainer: Path, capsys: pytest.CaptureFixture[str]
+):
+    # The main job writes such a run (its summary names the paths "to set"); launch would start Ray on it.
+    code, out, err = launch(["data.train_files=/data/train.parquet", *QUIET], capsys, paths=False)
+    assert code == 2 and not trainer.exists() and list(Path.cwd().iterdir()) == []
+    assert "starting verl" not in out
+    assert "actor_rollout_ref.model.path: is still the shipped placeholder ~/models/deepseek-llm-7b-chat" in err
+    assert "data.val_files: is still the shipped placeholder ~/data/rlhf/gsm8k/test.parquet" in err
+    assert "data.train_files" not in err  # set by the user, whatever it names
+    assert "Fix: set it on the command line, `actor_rollout_ref.model.path=<path>`" in err
+
+
+def test_a_run_dir_written_with_placeholder_paths_is_refused_and_left_as_it_was(
+    trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    assert main_in_process(PATHS[:1], tmp_path / "job", capsys)[0] == 0
+    job = tmp_path / "job" / "out"
+    before = folder_state(job)
+    code, _, err = launch(["--run-dir", str(job)], capsys)
+    assert code == 2 and not trainer.exists() and folder_state(job) == before
+    assert "data.train_files: is still the shipped placeholder ~/data/rlhf/gsm8k/train.parquet" in err
+    assert "actor_rollout_ref.model.path" not in err
+    assert "compose the run again with `data.train_files=<path>`" in err
 
 
 def test_the_config_is_written_for_the_installed_release(
@@ -202,7 +237,7 @@ def test_a_release_verl_roles_does_not_support_is_refused(
 def test_a_run_dir_written_for_another_release_is_refused(
     trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    assert main_in_process([releases.choice(DEFAULT)], tmp_path / "job", capsys)[0] == 0
+    assert write_job([releases.choice(DEFAULT)], tmp_path / "job", capsys) == 0
     monkeypatch.setenv("PYTHONPATH", str(fake_verl(tmp_path / "old", version=OLDEST)))
     code, _, err = launch(["--run-dir", str(tmp_path / "job" / "out")], capsys)
     assert code == 2 and not trainer.exists()
@@ -212,7 +247,7 @@ def test_a_run_dir_written_for_another_release_is_refused(
 def test_run_dir_trains_on_a_folder_written_before(
     trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
-    assert main_in_process(["trainer.total_epochs=2"], tmp_path / "job", capsys)[0] == 0
+    assert write_job(["trainer.total_epochs=2"], tmp_path / "job", capsys) == 0
     job = tmp_path / "job" / "out"
     code, _, _ = launch(["--run-dir", str(job)], capsys)
     assert code == 0
@@ -278,7 +313,7 @@ def test_without_verl_one_paragraph_says_how_to_install_the_chosen_release(
 def test_a_verl_release_that_is_not_supported_gets_the_hint_of_the_run_dirs_release(
     trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    assert main_in_process([releases.choice(OLDEST)], tmp_path / "job", capsys)[0] == 0
+    assert write_job([releases.choice(OLDEST)], tmp_path / "job", capsys) == 0
     monkeypatch.setenv("PYTHONPATH", str(fake_verl(tmp_path / "odd", version="0.1.0")))
     code, _, err = launch(["--run-dir", str(tmp_path / "job" / "out")], capsys)
     assert code == 2 and not trainer.exists()
@@ -309,7 +344,7 @@ def test_a_verl_that_cannot_run_its_checks_is_refused_before_the_run_is_in_place
 def test_a_run_dir_is_left_as_it_was_when_verls_checks_refuse(
     trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
-    assert main_in_process([], tmp_path / "job", capsys)[0] == 0
+    assert write_job([], tmp_path / "job", capsys) == 0
     job = tmp_path / "job" / "out"
     before = folder_state(job)
     code, _, err = launch(["--run-dir", str(job)], capsys, verl_checks=True)
@@ -348,20 +383,20 @@ def steps(*failed: dict[str, str], reason: str = "") -> dict:
 def test_verls_refusal_is_one_paragraph_naming_the_step_the_keys_and_their_values(
     trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
-    assertion = "assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz"
+    # A refusal verl_roles' own rules do not foresee (the stand-in refuses what verl_roles accepts).
+    assertion = "assert self.config.actor.ppo_epochs <= self.config.rollout.n"
     refused = {"step": "worker init_model", "status": "failed", "error": f"AssertionError: {assertion}",
                "at": "verl/workers/engine_workers.py:616", "code": assertion}
     python = answering_python(tmp_path, steps(refused))
-    line = ["--verl-python", str(python), "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true", *QUIET]
+    line = ["--verl-python", str(python), "actor_rollout_ref.actor.ppo_epochs=2", *QUIET]
     code, out, err = launch(line, capsys, verl_checks=True)
     assert code == 2 and not trainer.exists()
     [paragraph] = [line for line in err.strip().splitlines() if not line.startswith("verl_roles warning")]
     assert paragraph.startswith(
-        "verl_roles error: actor_rollout_ref.actor.use_dynamic_bsz, actor_rollout_ref.rollout.log_prob_use_"
-        f"dynamic_bsz: verl {DEFAULT} refuses the run in `worker init_model`")
+        "verl_roles error: actor_rollout_ref.actor.ppo_epochs, actor_rollout_ref.rollout.n: "
+        f"verl {DEFAULT} refuses the run in `worker init_model`")
     assert "(verl/workers/engine_workers.py:616)" in paragraph
-    assert ("the run has actor_rollout_ref.actor.use_dynamic_bsz=false, "
-            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true") in paragraph
+    assert "the run has actor_rollout_ref.actor.ppo_epochs=2, actor_rollout_ref.rollout.n=1" in paragraph
     assert "nothing was written and nothing was started. Fix: change `actor_rollout_ref.actor" in paragraph
     assert "starting verl" not in out
     assert list(Path.cwd().iterdir()) == []

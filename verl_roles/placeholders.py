@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig
 
+from verl_roles.errors import Problem
 from verl_roles.layout import ROLES
 from verl_roles.rules.values import get
 
@@ -45,3 +46,21 @@ def summary_line(unset: list[tuple[UserPath, object]]) -> str | None:
     if not unset:
         return None
     return "; ".join(f"{path.key} ({path.what}: placeholder {value})" for path, value in unset)
+
+
+def launch_problems(unset: list[tuple[str, str, str]], written: bool = False) -> list[Problem]:
+    """``verl-roles launch`` refuses to start verl on a placeholder path (``[key, what, placeholder]``):
+    verl would fail on it after Ray is up, or train on a file nobody chose. ``written`` is a run
+    directory written before, whose command line cannot be changed any more."""
+    problems = []
+    for key, what, value in unset:
+        fix = (f"compose the run again with `{key}=<path>` (or let launch compose it)" if written
+               else f"set it on the command line, `{key}=<path>`, or in your config file")
+        problems.append(Problem(
+            key=key,
+            message=f"is still the shipped placeholder {value} ({what}): no input set it, and verl would "
+            "look for it only after Ray is up; nothing was written and nothing was started",
+            origin="the shipped config (verl's own example path)",
+            fix=fix,
+        ))
+    return problems

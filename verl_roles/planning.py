@@ -80,21 +80,22 @@ class JobSource:
 class Rendered:
     """A job's files (relative name -> text; ``.hydra/config.yaml`` among them unless Hydra's output
     folder is off), the summary it prints, the resolved values that decide where it writes, and the keys
-    the user set that verl would not read (a sweep over them trains the same config twice)."""
+    the user set that verl would not read (a sweep over them trains the same config twice), and the
+    paths only the user can know still at their placeholders ([key, what, placeholder])."""
 
     files: dict[str, str]
     summary: str
     outputs: dict[str, object]
     inert: list[list[str]] = field(default_factory=list)
+    unset: list[list[str]] = field(default_factory=list)
 
     def pack(self) -> bytes:
-        content = [self.files, self.summary, self.outputs, self.inert]
+        content = [self.files, self.summary, self.outputs, self.inert, self.unset]
         return zlib.compress(json.dumps(content).encode("utf-8"), 3)
 
     @staticmethod
     def unpack(data: bytes) -> Rendered:
-        files, summary, outputs, inert_keys = json.loads(zlib.decompress(data).decode("utf-8"))
-        return Rendered(files, summary, outputs, inert_keys)
+        return Rendered(*json.loads(zlib.decompress(data).decode("utf-8")))
 
 
 def _finalize(task: DictConfig, choices: dict[str, str | None],
@@ -125,14 +126,15 @@ def render(task: DictConfig, choices: dict[str, str | None], source: JobSource,
     outputs = {key: OmegaConf.select(resolved, key, default=None) for key in sweep_isolation.READ_KEYS}
     plain = {k: _plain(v) for k, v in outputs.items()}
     inert_keys = [[value.key, value.setting] for value in settings.inert]
+    unset = [[path.key, path.what, str(value)] for path, value in settings.unset]
     if not files:
-        return Rendered({}, "", plain, inert_keys)
+        return Rendered({}, "", plain, inert_keys, unset)
     written = run_files(resolved)
     if before is not None:
         written = {**written, f"{output_subdir}/config.yaml": before}
     summary = summarize(resolved, inert.summary_line(settings.inert),
                         placeholders.summary_line(list(settings.unset)))
-    return Rendered(written, summary, plain, inert_keys)
+    return Rendered(written, summary, plain, inert_keys, unset)
 
 
 def _plain(value: object) -> object:

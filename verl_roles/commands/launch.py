@@ -39,7 +39,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verl_roles import releases
+from verl_roles import placeholders, releases
 from verl_roles.cmdline import CommandLine
 from verl_roles.commands.child_processes import ends_with, finish_within
 from verl_roles.commands.launch_checks import run_checks
@@ -236,6 +236,37 @@ def written_for(run_dir: Path, release: str, python: str) -> None:
         )])
 
 
+def refuse_written_placeholders(run_dir: Path, release: str, workdir: Path) -> None:
+    """A run directory written before whose model or data path is still the shipped placeholder (the same
+    text, and nothing at that path, read from where the run was composed) is refused as a fresh run is."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from verl_roles.api import compose
+    from verl_roles.rules.values import get
+
+    try:
+        written = yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return  # check_written_run has said what is wrong with the folder
+    stock = compose([releases.choice(release)])
+    unset = []
+    for path in placeholders.USER_PATHS:
+        value = written
+        for part in path.key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        placeholder = get(stock, path.key)
+        if OmegaConf.is_config(placeholder):
+            placeholder = OmegaConf.to_container(placeholder)
+        if value == placeholder and not all(
+            (workdir / os.path.expanduser(str(item))).exists()
+            for item in (value if isinstance(value, list) else [value])
+        ):
+            unset.append((path.key, path.what, str(placeholder)))
+    if unset:
+        raise ConfigError(placeholders.launch_problems(unset, written=True))
+
+
 def write_run_dir(overrides: list[str], before_commit: BeforeCommit | None = None) -> tuple[int, Path | None]:
     """The main job on ``overrides``: (its exit code, the run directory it wrote or None).
 
@@ -297,6 +328,7 @@ def _launch(invocation: Invocation) -> int:
         run_dir = options.run_dir
         written_for(run_dir, release, options.verl_python)
         workdir = composed_in(run_dir)
+        refuse_written_placeholders(run_dir, release, workdir)
         check = verl_checks(options, release, workdir)
         if check is not None:
             check(run_dir, run_dir)

@@ -28,6 +28,7 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from verl_roles import placeholders
 from verl_roles.api import run_app, served_job
 from verl_roles.cmdline import CommandLine
 from verl_roles.commands import sweep
@@ -237,8 +238,9 @@ def run_main_job(
     args: list[str], *, single_run_only: bool = False, before_commit: BeforeCommit | None = None
 ) -> tuple[int, list[Path]]:
     """The main job on ``args``: its exit code and the run directories it wrote. ``single_run_only``
-    refuses a sweep before anything is planned (``verl-roles launch`` trains one run); ``before_commit``
-    checks a single run's files before they are put in place (``verl-roles launch`` runs verl's checks)."""
+    refuses a sweep before anything is planned and a path still at its placeholder (``verl-roles launch``
+    trains one run, on the user's model and data); ``before_commit`` checks a single run's files before
+    they are put in place (``verl-roles launch`` runs verl's checks)."""
     args, job = list(args), MainJob()
     print_shadowing_notice()
     return (run_reporting_errors(lambda: _invoke(args, job, single_run_only, before_commit), args),
@@ -291,6 +293,8 @@ def _invoke(args: list[str], job: MainJob, single_run_only: bool, before_commit:
             fix="add -m to run a sweep, or drop --check-sweep (a single run is checked before it writes)",
         )])
     plan = plan_run(command, root)
+    if single_run_only and plan.rendered.unset:
+        raise ConfigError(placeholders.launch_problems(plan.rendered.unset))
     with signals_raise(), claim_folder(plan.target, RUN, overwrite=overwrite) as claim:
         job.run = plan
         run_app(job, command.hydra_argv(), plan.served(claim.staging))
