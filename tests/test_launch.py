@@ -183,7 +183,8 @@ def test_a_model_or_data_path_left_at_its_placeholder_is_refused_before_anything
     code, out, err = launch(["data.train_files=/data/train.parquet", *QUIET], capsys, paths=False)
     assert code == 2 and not trainer.exists() and list(Path.cwd().iterdir()) == []
     assert "starting verl" not in out
-    assert "actor_rollout_ref.model.path: is still the shipped placeholder ~/models/deepseek-llm-7b-chat" in err
+    model = "actor_rollout_ref.model.path: is still the shipped placeholder ~/models/deepseek-llm-7b-chat"
+    assert model in err
     assert "data.val_files: is still the shipped placeholder ~/data/rlhf/gsm8k/test.parquet" in err
     assert "data.train_files" not in err  # set by the user, whatever it names
     assert "Fix: set it on the command line, `actor_rollout_ref.model.path=<path>`" in err
@@ -468,28 +469,39 @@ def real_verl(tmp_path_factory: pytest.TempPathFactory) -> RealVerl:
 # What a run needs before verl's checks can pass (the tiny model, a rollout engine, micro batches).
 LAUNCHABLE = (
     "actor_rollout_ref.model.path={model}",
-    "critic.model.path={model}",
+    "data.train_files=train.parquet",
+    "data.val_files=test.parquet",
     "actor_rollout_ref.rollout.name=vllm",
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
-    "critic.ppo_micro_batch_size_per_gpu=2",
     "trainer.n_gpus_per_node=8",
 )
-# Configs verl_roles writes and verl refuses only when its workers are built (after Ray, on the GPUs):
-# the keys the paragraph must name, and verl's words.
-REFUSED_BY_VERLS_WORKER: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
+# What verl refuses only when its workers are built (after Ray, on the GPUs), and verl_roles' own rules
+# refuse before they write: it reaches launch in a run directory edited after it was written. The edit
+# (section path, value), the keys the paragraph must name, and verl's words.
+REFUSED_BY_VERLS_WORKER: dict[str, tuple[tuple[tuple[str, ...], object], tuple[str, ...], str]] = {
     "dynamic batching for the log-probs alone": (
-        ("actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true",),
+        (("actor_rollout_ref", "rollout", "log_prob_use_dynamic_bsz"), True),
         ("actor_rollout_ref.actor.use_dynamic_bsz", "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz"),
         "assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz",
     ),
     "a rollout tensor parallel size that does not divide the GPUs": (
-        ("actor_rollout_ref.rollout.tensor_model_parallel_size=3",),
+        (("actor_rollout_ref", "rollout", "tensor_model_parallel_size"), 3),
         (),
         "rollout world_size: 8 is not divisible by infer_world_size: 3",
     ),
 }
+
+
+def edited_run(run_dir: Path, path: tuple[str, ...], value: object) -> None:
+    """``resolved.yaml`` of ``run_dir`` with one value changed by hand, as a user might after writing it."""
+    resolved = run_dir / "resolved.yaml"
+    config = yaml.safe_load(resolved.read_text(encoding="utf-8"))
+    section = config
+    for part in path[:-1]:
+        section = section[part]
+    section[path[-1]] = value
+    resolved.write_text(yaml.safe_dump(config), encoding="utf-8")
 
 
 def launch_real(verl: RealVerl, args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -507,11 +519,20 @@ def launch_real(verl: RealVerl, args: list[str], cwd: Path) -> tuple[subprocess.
 def test_launch_refuses_in_seconds_what_verls_worker_would_refuse_after_ray(
     case: str, real_verl: RealVerl, tmp_path: Path
 ):
-    """verl's own ActorRolloutRefWorker.init_model, run by launch before Ray: exit 2, one paragraph
-    (the verl step, verl's words, the keys), nothing written, verl's trainer (and so Ray) never started."""
-    extra, keys, words = REFUSED_BY_VERLS_WORKER[case]
-    args = [arg.format(model=real_verl.model) for arg in (*LAUNCHABLE, *extra)]
-    result, seconds = launch_real(real_verl, [*args, *QUIET], tmp_path)
+    """verl's own ActorRolloutRefWorker.init_model, run by launch before Ray on a run directory edited
+    by hand: exit 2, one paragraph (the verl step, verl's words, the keys), the folder left as it was,
+    verl's trainer (and so Ray) never started."""
+    (path, value), keys, words = REFUSED_BY_VERLS_WORKER[case]
+    args = [arg.format(model=real_verl.model) for arg in LAUNCHABLE] + [releases.choice(real_verl.release)]
+    run_dir = tmp_path / "run"
+    written = subprocess.run(
+        [sys.executable, "-m", "verl_roles.main", *args, f"hydra.run.dir={run_dir}", *QUIET],
+        cwd=tmp_path, env=real_verl.env, capture_output=True, text=True, timeout=600,
+    )
+    assert written.returncode == 0, written.stderr
+    edited_run(run_dir, path, value)
+    before = folder_state(run_dir)
+    result, seconds = launch_real(real_verl, ["--run-dir", str(run_dir)], tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     errors = [line for line in result.stderr.strip().splitlines()
@@ -519,10 +540,10 @@ def test_launch_refuses_in_seconds_what_verls_worker_would_refuse_after_ray(
     assert len(errors) == 1, result.stderr
     paragraph = errors[0]
     assert f"verl {real_verl.release} refuses the run in `worker init_model`" in paragraph
-    assert words in paragraph and "nothing was written and nothing was started" in paragraph
+    assert words in paragraph and "nothing was started" in paragraph
     assert all(key in paragraph for key in keys), paragraph
     assert "starting verl" not in result.stdout
-    assert list(tmp_path.iterdir()) == []
+    assert folder_state(run_dir) == before
     assert seconds < 180, f"{seconds:.0f} s"
 
 
@@ -551,10 +572,7 @@ def test_launch_runs_verls_checks_then_the_trainer_and_checks_a_run_dir_the_same
 
     refused = tmp_path / "refused"
     shutil.copytree(work / "run", refused)
-    resolved = refused / "resolved.yaml"
-    config = yaml.safe_load(resolved.read_text(encoding="utf-8"))
-    config["actor_rollout_ref"]["rollout"]["log_prob_use_dynamic_bsz"] = True
-    resolved.write_text(yaml.safe_dump(config), encoding="utf-8")
+    edited_run(refused, ("actor_rollout_ref", "rollout", "log_prob_use_dynamic_bsz"), True)
     before = folder_state(refused)
     (tmp_path / "call.json").unlink()
     result, _ = launch_real(verl, ["--trainer-module", "recording_trainer", "--run-dir", str(refused)], work)

@@ -36,6 +36,7 @@ from verl_judge import (
     DriverFailed,
     compose_and_check,
     control_verdict,
+    failed_steps,
     one_line,
 )
 from verl_known_failures import (
@@ -180,7 +181,21 @@ def all_cases() -> list[Case]:
     ]
     examples = [example_case(path) for path in corpus_launches(RELEASE)]
     listed = [for_release(case) for case in variants + examples + list(SPECIAL_CASES) + guide_cases()]
-    return listed + drawn_cases()
+    return listed + witness_cases() + drawn_cases()
+
+
+WITNESS = "deliberate:"
+
+
+def witness_cases() -> list[Case]:
+    """Each deliberate refusal's witness that applies to the release: verl_roles must refuse it with the
+    row's words, and verl's own tree must take it through every pre-Ray step (the control)."""
+    return [
+        for_release(Case(f"{WITNESS}{index}", (*row.witness, *ESSENTIALS),
+                         control_args=(*row.witness, *ESSENTIALS, *VERL_ESSENTIALS)))
+        for index, row in enumerate(DELIBERATE_REFUSALS)
+        if row.witness and row.applies(RELEASE)
+    ]
 
 
 # The population the oracle properties run on, per release: ORACLE_DRAWS draws (tests/verl_population.py,
@@ -261,9 +276,12 @@ class Acceptance:
 
 def control_policy(case: Case, composed: Composed) -> str:
     """When the driver runs the control (verl's own tree on the same overrides) for a case: always for
-    the harness cases, and otherwise only where a failure is not explained by the known-failures table:
-    the driver decides that for verl's steps; a refusal by verl_roles is decided here."""
+    the harness cases and the witnesses of deliberate refusals, and otherwise only where a failure is
+    not explained by the known-failures table: the driver decides that for verl's steps; a refusal by
+    verl_roles is decided here."""
     policy = "always" if TWINS.get(case.name, case.name) in HARNESS_CONTROLS else "on unknown failure"
+    if case.name.startswith(WITNESS):
+        return "always"  # a deliberate refusal holds only while verl's own tree takes the witness
     if case.name.startswith(DRAW) and composed.exit_code == 0:
         return "never"  # property (a) judges what we wrote; verl's own tree does not excuse it
     if composed.exit_code != 0 and policy != "always":
@@ -492,3 +510,24 @@ def test_every_known_failure_row_still_matches_a_failure(acceptance: Acceptance)
     assert not stale, "rows of tests/verl_known_failures.py that no longer fail (delete them):\n" + "\n".join(
         map(repr, stale)
     )
+
+
+def test_every_deliberate_refusal_is_a_difference_from_verl(acceptance: Acceptance) -> None:
+    """A row's witness is refused by verl_roles with the row's words, and verl's own tree takes the same
+    overrides through every pre-Ray step it can run here (a step that fails for want of a package, e.g.
+    the NPU engine's, says nothing of the config). Where verl's tree refuses it too, the two agree and the
+    row is not needed."""
+    for case in witness_cases():
+        row = DELIBERATE_REFUSALS[int(case.name.removeprefix(WITNESS))]
+        composed = acceptance.composed[case.name]
+        assert composed.exit_code != 0 and row.error in one_line(composed.stderr), (
+            f"{case.line()}\n  should be refused with {row.error!r}; verl_roles said: "
+            f"{one_line(composed.stderr)[:800] or 'nothing (exit 0)'}")
+        refused_there = {
+            step: error for step, error in failed_steps(acceptance.results["cases"][case.name]
+                                                        .get("control", {}).get("steps", [])).items()
+            if "No module named" not in error
+        }
+        assert not refused_there, (
+            f"verl {RELEASE}'s own tree refuses the witness of a deliberate refusal too (delete the row, the "
+            f"two agree):\n  {case.line()}\n  row: {row.error!r}\n  verl: {refused_there}")

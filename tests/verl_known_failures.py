@@ -34,22 +34,32 @@ class KnownFailure:
 
 KNOWN_FAILURES: tuple[KnownFailure, ...] = (
     KnownFailure(
-        "*", "validate_config", "vllm version None not supported and SGLang also not Found",
-        "the machine, not the config: with LoRA and the vllm rollout, validate_config asks the installed "
-        "vLLM for its largest LoRA rank (verl/utils/config.py, the last check), and the CPU-only verl of the "
-        "acceptance venvs has no vLLM; every check before it passed",
+        "*", "*", "vllm version None not supported and SGLang also not Found",
+        "the machine, not the config: with LoRA and the vllm rollout, validate_config (run alone, and again "
+        "by the entry point) asks the installed vLLM for its largest LoRA rank (verl/utils/config.py, the "
+        "last check), and the CPU-only verl of the acceptance venvs has no vLLM; every check before it "
+        "passed",
+    ),
+    KnownFailure(
+        "*", "worker init_model", "No module named 'torch_npu'",
+        "the machine, not the config: an Ascend NPU profiler (global_profiler.tool=npu, verl's NPU profiling "
+        "examples) imports torch_npu when the worker builds its profiler; the acceptance venvs are CPU-only",
     ),
 )
 
 
 @dataclass(frozen=True)
 class DeliberateRefusal:
-    """``releases``: the verl releases whose acceptance run the row is for (empty: every one)."""
+    """``releases``: the verl releases whose acceptance run the row is for (empty: every one).
+    ``witness``: overrides (besides the model path) that verl_roles refuses with ``error``: the acceptance
+    suite runs them in every release's population, so the row is checked whatever the draws hold, and
+    verl's own tree must take them through every pre-Ray step (else the row is no difference at all)."""
 
     cases: str
     error: str
     reason: str
     releases: tuple[str, ...] = ()
+    witness: tuple[str, ...] = ()
 
     def applies(self, release: str) -> bool:
         return not self.releases or release in self.releases
@@ -62,6 +72,7 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "model_engine=mindspeed: the Ascend NPU engine of the releases that ship it; verl_roles offers the "
         "GPU engines (verl_roles/verl_differences.py, ENGINES_NOT_OFFERED)",
         releases.with_engine("mindspeed"),
+        witness=("model_engine=mindspeed",),
     ),
     DeliberateRefusal(
         "example:volcengine/*router_replay*",
@@ -82,6 +93,7 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "is not a rollout engine verl ",
         "rollout.name=hf: verl's rollout registry has vllm, sglang and trtllm; verl takes the config "
         "up to Ray and fails when a worker builds the rollout (get_rollout_class in rollout/base.py)",
+        witness=("actor_rollout_ref.rollout.name=hf",),
     ),
     DeliberateRefusal(
         "*",
@@ -92,6 +104,10 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "TrainingWorker.train_mini_batch (workers/engine_workers.py) gives each rank mini_batch_size // dp "
         "samples, and prepare_micro_batches (workers/engine/utils.py) asserts that count is a multiple of "
         "micro_batch_size_per_gpu (nothing clamps the micro batch)",
+        witness=(
+            "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
+        ),
     ),
     DeliberateRefusal(
         "*",
@@ -99,6 +115,7 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "ppo_mini_batch_size * rollout.n does not split over the data-parallel ranks; verl takes the config "
         "up to Ray and asserts it at the first update (TrainingWorker.train_mini_batch, "
         "workers/engine_workers.py), after a whole rollout",
+        witness=("actor_rollout_ref.actor.ppo_mini_batch_size=12",),
     ),
     DeliberateRefusal(
         "*",
@@ -108,6 +125,11 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "Ray, but Megatron-Core's parallel state belongs to the process and verl sets it from the first "
         "engine built only (workers/engine/megatron/transformer_impl.py, `if mpu.is_initialized(): return`), "
         "so the other role builds its model against process groups of another layout",
+        witness=(
+            "model_engine=megatron",
+            "actor_rollout_ref.actor.use_kl_loss=true",
+            "actor_rollout_ref.ref.megatron.tensor_model_parallel_size=2",
+        ),
     ),
     DeliberateRefusal(
         "*",
@@ -116,6 +138,12 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "actor's, and only with static batches (verl/utils/config.py); otherwise verl takes the config up "
         "to Ray and Megatron-Core's initialize_model_parallel refuses the world size when the worker builds "
         "its engine",
+        witness=(
+            "model_engine=megatron",
+            "megatron.tensor_model_parallel_size=3",
+            "actor_rollout_ref.actor.use_dynamic_bsz=true",
+            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true",
+        ),
     ),
     DeliberateRefusal(
         "*",
@@ -123,6 +151,10 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "two Ulysses sizes typed for one role (the role-level key and its FSDP block's): verl runs the "
         "role-level one silently (FSDPActorConfig.__post_init__, workers/config/actor.py), so resolved.yaml "
         "would show a size the run does not use; one spelling is asked for",
+        witness=(
+            "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
+            "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=4",
+        ),
     ),
     DeliberateRefusal(
         "*",
@@ -130,6 +162,11 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "actor and critic with different Megatron parallel sizes: verl builds the critic in the actor's "
         "worker process, where Megatron-Core's parallel state is set once, by the first engine built "
         "(workers/engine/megatron/transformer_impl.py); verl takes the config up to Ray",
+        witness=(
+            "model_engine=megatron",
+            "actor_critic_same_topology=false",
+            "critic.megatron.tensor_model_parallel_size=2",
+        ),
     ),
     DeliberateRefusal(
         "*",
@@ -137,6 +174,11 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "the reference's deprecated global log-prob micro batch alone: verl's worker hands its engine only "
         "the per-GPU size (workers/engine_workers.py, init_model), None here, so the first reference "
         "log-prob pass fails after the rollout",
+        witness=(
+            "actor_rollout_ref.actor.use_kl_loss=true",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size=64",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=null",
+        ),
     ),
 )
 

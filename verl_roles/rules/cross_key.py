@@ -27,6 +27,7 @@ from verl_roles.rules.values import (
     model_parallel,
     number,
     role_name,
+    role_runs,
     trained_roles,
 )
 from verl_roles.schema import engine_strategies
@@ -57,20 +58,29 @@ def strategies_match_the_engine(cfg: DictConfig) -> Iterable[Problem]:
 
 
 def parallel_sizes_fit_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
-    """Under an engine whose model parallel sizes divide the GPUs (megatron: every role's TP*PP*CP), the
-    product must divide the GPU count (verl's validate_config)."""
+    """One model replica's ranks (Megatron's TP*PP*CP, FSDP's Ulysses size, TorchTitan's TP*PP*CP) must
+    divide the GPU count: each worker lays its ranks out as a data-parallel by model-parallel mesh. Under
+    Megatron verl's validate_config checks the actor's; under the other engines the worker's device mesh
+    refuses it when the role's engine is built (verl's ``init_model``). Megatron's every role is checked
+    (its process state is set by the first engine built); elsewhere the roles verl builds."""
     n_gpus = gpu_count(cfg)
     chosen = engine_of(cfg)
-    if not chosen.divides_gpus or not n_gpus:
+    if not chosen.model_parallel or not n_gpus:
         return
     for role in (ACTOR, REF, CRITIC):
+        if not chosen.divides_gpus and not role_runs(cfg, role_name(role)):
+            continue
         size, spelled = model_parallel(cfg, role)
         if n_gpus % size:
+            where = ("verl's validate_config checks the actor's; Megatron-Core refuses the others when the "
+                     "worker builds its engine") if chosen.divides_gpus else (
+                     "verl's worker builds a device mesh of (GPUs / size) x size ranks and refuses it in "
+                     "init_model, after Ray is up")
             yield Problem(
                 key=f"{role}.{chosen.model_parallel_keys(role_name(role))[0][1]}",
-                message=f"{spelled} = {size} does not divide the {n_gpus} GPUs "
-                "(trainer.n_gpus_per_node * trainer.nnodes)",
-                fix="pick tensor/pipeline/context parallel sizes whose product divides the GPU count, "
+                message=f"{spelled if '*' not in spelled else f'{spelled} = {size}'} does not divide the "
+                f"{n_gpus} GPUs (trainer.n_gpus_per_node * trainer.nnodes): {where}",
+                fix="pick parallel sizes whose product divides the GPU count, "
                 "or change trainer.n_gpus_per_node / trainer.nnodes",
             )
 
