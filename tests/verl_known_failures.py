@@ -133,20 +133,6 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
     ),
     DeliberateRefusal(
         "*",
-        "TP*PP*CP = ",
-        "a Megatron layout whose TP*PP*CP does not divide the GPUs: verl's validate_config checks only the "
-        "actor's, and only with static batches (verl/utils/config.py); otherwise verl takes the config up "
-        "to Ray and Megatron-Core's initialize_model_parallel refuses the world size when the worker builds "
-        "its engine",
-        witness=(
-            "model_engine=megatron",
-            "megatron.tensor_model_parallel_size=3",
-            "actor_rollout_ref.actor.use_dynamic_bsz=true",
-            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true",
-        ),
-    ),
-    DeliberateRefusal(
-        "*",
         "whatever resolved.yaml shows",
         "two Ulysses sizes typed for one role (the role-level key and its FSDP block's): verl runs the "
         "role-level one silently (FSDPActorConfig.__post_init__, workers/config/actor.py), so resolved.yaml "
@@ -154,18 +140,6 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         witness=(
             "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
             "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=4",
-        ),
-    ),
-    DeliberateRefusal(
-        "*",
-        "no setting lets them differ",
-        "actor and critic with different Megatron parallel sizes: verl builds the critic in the actor's "
-        "worker process, where Megatron-Core's parallel state is set once, by the first engine built "
-        "(workers/engine/megatron/transformer_impl.py); verl takes the config up to Ray",
-        witness=(
-            "model_engine=megatron",
-            "actor_critic_same_topology=false",
-            "critic.megatron.tensor_model_parallel_size=2",
         ),
     ),
     DeliberateRefusal(
