@@ -261,13 +261,17 @@ def borrowed(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
 
 
 def renames(old: str, new: str) -> dict[str, str]:
-    """Keys of verl ``old`` that ``new`` spells another way (the legacy table, under ``new``)."""
-    if old == new:
-        return {}
-    from verl_roles.legacy import LEGACY_KEYS
+    """Keys of verl ``old`` that ``new`` spells another way, in either direction (the legacy table read
+    by :func:`verl_roles.legacy.renamed_between`, as ``verl-roles migrate`` reads it)."""
+    from verl_roles.legacy import LEGACY_KEYS, renamed_between
 
-    return {entry.old: entry.new for entry in LEGACY_KEYS
-            if not entry.section and entry.applies(new) and not entry.applies(old)}
+    found = {}
+    for entry in LEGACY_KEYS:
+        for key in () if entry.section else (entry.old, entry.new):
+            hit = renamed_between(key, old, new)
+            if hit is not None:
+                found[key] = hit[1]
+    return found
 
 
 # The upgrade the help shows: from the release before the default to the default.
