@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import NoReturn
@@ -46,6 +47,8 @@ from verl_roles.errors import (
     yaml_problem,
 )
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES, SELECTABLE_GROUPS
+from verl_roles.legacy import find as find_legacy
+from verl_roles.legacy import renamed_between
 from verl_roles.library_messages import innermost_problem, known_problem
 from verl_roles.passed_on import passed_on
 from verl_roles.releases import DEFAULT_RELEASE, VERSION_KEY, is_supported
@@ -348,6 +351,53 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
              if accepted and handed is not None else f"if you mean to add a new key, write `+{key}={value}`"),
         origin=origin,
     )
+
+
+# Rerun(key, release): the command the user typed, for ``key``, on ``release`` (None: as the line chose).
+Rerun = Callable[[str, "str | None"], str]
+
+
+def rerun_line(name: str, command: CommandLine) -> Rerun:
+    """``verl-roles NAME KEY`` with the arguments of ``command``, on another release when one is named."""
+
+    def rerun(key: str, release: str | None) -> str:
+        line = command if release is None else command.rewritten(
+            lambda o: [] if o.is_group and o.key == VERSION_KEY else None)
+        tokens = [*line.argv(), *(() if release is None else (releases.choice(release),))]
+        return " ".join(["verl-roles", name, shlex.quote(key), *map(shlex.quote, tokens)])
+
+    return rerun
+
+
+def other_release_problem(key: str, command: CommandLine, rerun: Rerun) -> Problem | None:
+    """For a view of one key (``explain KEY``, ``keys KEY``): ``key`` is no key of the release ``command``
+    composes, and the release data knows it: a name another release gives a key this one names otherwise
+    (a rename, either direction, as ``verl-roles diff`` pairs and ``migrate`` rewrites it) or a legacy
+    name of the table, then the key this release has; or a key of other releases only, then which, and
+    the same command on the newest of them. None when no release has anything to say about ``key``."""
+    release = command.release()
+    if releases.has_key(release, key):
+        return None
+    others = releases.only_elsewhere(key, release)
+    spelled = next((hit[1] for r in others if (hit := renamed_between(key, r, release)) is not None), None)
+    if spelled is None and (hit := find_legacy(key, release)) is not None and not hit[0].alias:
+        spelled = hit[1]
+    names = " and ".join(f"verl {r}" for r in others)
+    if spelled is not None:
+        whose = (f"verl {others[0]}'s name" if len(others) == 1 else f"the name {names} use" if others
+                 else "a legacy name")
+        fix = f"`{rerun(spelled, None)}`"
+        if others:
+            fix += f"; for the config of verl {others[-1]}: `{rerun(key, others[-1])}`"
+        message = f"is {whose} for {spelled}, the key of verl {release} (the release of this config)"
+        return Problem(key=key, message=message, fix=fix)
+    if not others:
+        return None
+    how = (f"switch {releases.choice(release)} to" if command.chose(VERSION_KEY) else "add")
+    return Problem(key=key, message=f"is a key of {names} only; this config is written for verl {release}, "
+                   "which has no such key",
+                   fix=f"{how} `{releases.choice(others[-1])}` to see verl {others[-1]}'s: "
+                   f"`{rerun(key, others[-1])}`")
 
 
 def engine_only_problem(
