@@ -55,6 +55,21 @@ def test_a_key_of_another_release_names_it_and_the_command_that_shows_it(command
 
 
 @pytest.mark.parametrize("command", ["explain", "keys"])
+def test_a_key_another_release_has_under_another_engine_names_the_engine_too(command, capsys):
+    release, key, engine = next(
+        (r, k, e) for r in releases.supported() if r != DEFAULT
+        for k, declared in sorted(releases.reference(r)["types"].items())
+        if isinstance(declared, dict) and "dp" not in declared and releases.releases_with(k) == (r,)
+        for e in declared if releases.ships(r, e))
+    code, _, err = run(capsys, [command, key, "model_engine=dp"])
+    assert code == 2 and f"is a key of verl {release} only" in err and f"model_engine={engine}" in err
+    (fix,) = suggested(err)
+    assert fix == [command, key, releases.choice(release), f"model_engine={engine}"]
+    code, out, err = run(capsys, fix)
+    assert code == 0 and key in out, err
+
+
+@pytest.mark.parametrize("command", ["explain", "keys"])
 def test_a_key_another_release_has_on_a_release_chosen_on_the_line(command, capsys):
     key = only_in(next(r for r in releases.supported() if r not in (OLD, DEFAULT)))
     code, _, err = run(capsys, [command, key, releases.choice(OLD), "trainer.nnodes=2"])

@@ -353,20 +353,31 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
     )
 
 
-# Rerun(key, release): the command the user typed, for ``key``, on ``release`` (None: as the line chose).
-Rerun = Callable[[str, "str | None"], str]
+# Rerun(key, release, engine): the command the user typed, for ``key``, on ``release`` (None: as the line
+# chose) and with ``engine`` (None: as the line chose).
+Rerun = Callable[[str, "str | None", "str | None"], str]
 
 
 def rerun_line(name: str, command: CommandLine) -> Rerun:
-    """``verl-roles NAME KEY`` with the arguments of ``command``, on another release when one is named."""
+    """``verl-roles NAME KEY`` with the arguments of ``command``, on another release or engine when one is
+    named (the line's own choice of it replaced)."""
 
-    def rerun(key: str, release: str | None) -> str:
-        line = command if release is None else command.rewritten(
-            lambda o: [] if o.is_group and o.key == VERSION_KEY else None)
-        tokens = [*line.argv(), *(() if release is None else (releases.choice(release),))]
-        return " ".join(["verl-roles", name, shlex.quote(key), *map(shlex.quote, tokens)])
+    def rerun(key: str, release: str | None = None, engine: str | None = None) -> str:
+        chosen = {VERSION_KEY: release, ENGINE_KEY: engine}
+        line = command.rewritten(lambda o: [] if o.is_group and chosen.get(o.key) is not None else None)
+        added = [f"{group}={option}" for group, option in chosen.items() if option is not None]
+        return " ".join(["verl-roles", name, shlex.quote(key), *map(shlex.quote, [*line.argv(), *added])])
 
     return rerun
+
+
+def _engine_for(key: str, release: str, current: str) -> str | None:
+    """The engine to choose to see ``key`` in ``release``'s config: None when ``current`` has it (or the
+    release declares it for every engine), else the first engine of ours that has it there."""
+    declared = releases.reference(release).get("types", {}).get(key)
+    if not isinstance(declared, dict) or current in declared:
+        return None
+    return next((engine for engine in declared if releases.ships(release, engine)), None)
 
 
 def other_release_problem(key: str, command: CommandLine, rerun: Rerun) -> Problem | None:
@@ -386,18 +397,21 @@ def other_release_problem(key: str, command: CommandLine, rerun: Rerun) -> Probl
     if spelled is not None:
         whose = (f"verl {others[0]}'s name" if len(others) == 1 else f"the name {names} use" if others
                  else "a legacy name")
-        fix = f"`{rerun(spelled, None)}`"
+        fix = f"`{rerun(spelled, None, None)}`"
         if others:
-            fix += f"; for the config of verl {others[-1]}: `{rerun(key, others[-1])}`"
+            engine = _engine_for(key, others[-1], command.engine(DEFAULT_ENGINE))
+            fix += f"; for the config of verl {others[-1]}: `{rerun(key, others[-1], engine)}`"
         message = f"is {whose} for {spelled}, the key of verl {release} (the release of this config)"
         return Problem(key=key, message=message, fix=fix)
     if not others:
         return None
     how = (f"switch {releases.choice(release)} to" if command.chose(VERSION_KEY) else "add")
+    engine = _engine_for(key, others[-1], command.engine(DEFAULT_ENGINE))
+    under = f" (with {ENGINE_KEY}={engine}: verl {others[-1]} has it under that engine)" if engine else ""
     return Problem(key=key, message=f"is a key of {names} only; this config is written for verl {release}, "
                    "which has no such key",
-                   fix=f"{how} `{releases.choice(others[-1])}` to see verl {others[-1]}'s: "
-                   f"`{rerun(key, others[-1])}`")
+                   fix=f"{how} `{releases.choice(others[-1])}` to see verl {others[-1]}'s{under}: "
+                   f"`{rerun(key, others[-1], engine)}`")
 
 
 def engine_only_problem(

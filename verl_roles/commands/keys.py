@@ -226,7 +226,7 @@ def other_releases(command: CommandLine, patterns: Sequence[str]) -> ConfigError
             named = " and ".join(f"verl {r}" for r in others)
             problems.append(Problem(
                 key=pattern, message=f"matches keys of {named}, none of verl {release}, the release of this "
-                "config", fix=f"`{rerun(pattern, others[-1])}` lists verl {others[-1]}'s"))
+                "config", fix=f"`{rerun(pattern, others[-1], None)}` lists verl {others[-1]}'s"))
     return ConfigError(problems) if len(problems) == len(patterns) else None
 
 
