@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import NoReturn
@@ -46,6 +47,8 @@ from verl_roles.errors import (
     yaml_problem,
 )
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, ENGINES, SELECTABLE_GROUPS
+from verl_roles.legacy import find as find_legacy
+from verl_roles.legacy import renamed_between
 from verl_roles.library_messages import innermost_problem, known_problem
 from verl_roles.passed_on import passed_on
 from verl_roles.releases import DEFAULT_RELEASE, VERSION_KEY, is_supported
@@ -348,6 +351,67 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
              if accepted and handed is not None else f"if you mean to add a new key, write `+{key}={value}`"),
         origin=origin,
     )
+
+
+# Rerun(key, release, engine): the command the user typed, for ``key``, on ``release`` (None: as the line
+# chose) and with ``engine`` (None: as the line chose).
+Rerun = Callable[[str, "str | None", "str | None"], str]
+
+
+def rerun_line(name: str, command: CommandLine) -> Rerun:
+    """``verl-roles NAME KEY`` with the arguments of ``command``, on another release or engine when one is
+    named (the line's own choice of it replaced)."""
+
+    def rerun(key: str, release: str | None = None, engine: str | None = None) -> str:
+        chosen = {VERSION_KEY: release, ENGINE_KEY: engine}
+        line = command.rewritten(lambda o: [] if o.is_group and chosen.get(o.key) is not None else None)
+        added = [f"{group}={option}" for group, option in chosen.items() if option is not None]
+        return " ".join(["verl-roles", name, shlex.quote(key), *map(shlex.quote, [*line.argv(), *added])])
+
+    return rerun
+
+
+def _engine_for(key: str, release: str, current: str) -> str | None:
+    """The engine to choose to see ``key`` in ``release``'s config: None when ``current`` has it (or the
+    release declares it for every engine), else the first engine of ours that has it there."""
+    declared = releases.reference(release).get("types", {}).get(key)
+    if not isinstance(declared, dict) or current in declared:
+        return None
+    return next((engine for engine in declared if releases.ships(release, engine)), None)
+
+
+def other_release_problem(key: str, command: CommandLine, rerun: Rerun) -> Problem | None:
+    """For a view of one key (``explain KEY``, ``keys KEY``): ``key`` is no key of the release ``command``
+    composes, and the release data knows it: a name another release gives a key this one names otherwise
+    (a rename, either direction, as ``verl-roles diff`` pairs and ``migrate`` rewrites it) or a legacy
+    name of the table, then the key this release has; or a key of other releases only, then which, and
+    the same command on the newest of them. None when no release has anything to say about ``key``."""
+    release = command.release()
+    if releases.has_key(release, key):
+        return None
+    others = releases.only_elsewhere(key, release)
+    spelled = next((hit[1] for r in others if (hit := renamed_between(key, r, release)) is not None), None)
+    if spelled is None and (hit := find_legacy(key, release)) is not None and not hit[0].alias:
+        spelled = hit[1]
+    names = " and ".join(f"verl {r}" for r in others)
+    if spelled is not None:
+        whose = (f"verl {others[0]}'s name" if len(others) == 1 else f"the name {names} use" if others
+                 else "a legacy name")
+        fix = f"`{rerun(spelled, None, None)}`"
+        if others:
+            engine = _engine_for(key, others[-1], command.engine(DEFAULT_ENGINE))
+            fix += f"; for the config of verl {others[-1]}: `{rerun(key, others[-1], engine)}`"
+        message = f"is {whose} for {spelled}, the key of verl {release} (the release of this config)"
+        return Problem(key=key, message=message, fix=fix)
+    if not others:
+        return None
+    how = (f"switch {releases.choice(release)} to" if command.chose(VERSION_KEY) else "add")
+    engine = _engine_for(key, others[-1], command.engine(DEFAULT_ENGINE))
+    under = f" (with {ENGINE_KEY}={engine}: verl {others[-1]} has it under that engine)" if engine else ""
+    return Problem(key=key, message=f"is a key of {names} only; this config is written for verl {release}, "
+                   "which has no such key",
+                   fix=f"{how} `{releases.choice(others[-1])}` to see verl {others[-1]}'s{under}: "
+                   f"`{rerun(key, others[-1], engine)}`")
 
 
 def engine_only_problem(

@@ -14,9 +14,15 @@ of :mod:`verl_roles.verl_differences`): exactly what this launch changes from st
 no such key for (verl_roles' engine baseline, a ``+`` key) is marked so.
 
 A verl upgrade: a side that is nothing but a release choice (``verl_version=0.8.0``) takes the other
-side's overrides too, so ``verl-roles diff verl_version=0.8.0 -- verl_version=0.9.1 OVERRIDES`` lists
-what moving that one config from verl 0.8.0 to 0.9.1 changes: keys added and removed, renamed, and
-defaults changed.
+side's overrides too (a key the two releases name differently under its own release's name, as
+``verl-roles migrate`` writes it), so ``verl-roles diff verl_version=0.8.0 -- verl_version=0.9.1
+OVERRIDES`` lists what moving that one config from verl 0.8.0 to 0.9.1 changes. Between two releases
+the lines are grouped, each group headed with its count: renamed, removed, added, then changed (``Default
+changed`` when both sides hold the same overrides).
+
+Limits, typed anywhere on the line: ``--keys GLOB`` (repeatable) keeps the keys matching one of the
+globs (or under a section named in full), ``--set`` the keys the overrides set (under either name of a
+renamed key); a line ``only: ...`` says so, and "same" (exit 0) then means the same among those keys.
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ from verl_roles.api import compose
 from verl_roles.cmdline import CommandLine
 from verl_roles.commands.reporting import report, say
 from verl_roles.commands.shell import Command, Invocation, Words
+from verl_roles.commands.show import matches
 from verl_roles.errors import ConfigError, Problem, counted, one_paragraph
-from verl_roles.flags import CONFIG_FLAGS, FlagSpec
+from verl_roles.flags import CONFIG_FLAGS, REQUIRED, FlagSpec
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 from verl_roles.paths import leaves
@@ -46,6 +53,13 @@ EXIT_DIFFERENT = 1
 STOCK_FLAG = "--stock"
 STOCK = FlagSpec((STOCK_FLAG,),
                  help="compare the one config of the overrides with stock verl (same engine and release)")
+KEYS_FLAG, SET_FLAG = "--keys", "--set"
+KEYS = FlagSpec((KEYS_FLAG,), REQUIRED, value_name="a key pattern", metavar="GLOB", repeatable=True,
+                help="only the keys matching GLOB (or under a section named in full); may be repeated")
+SET = FlagSpec((SET_FLAG,), help="only the keys the overrides set (under either name of a renamed key)")
+
+# The groups of a diff between two releases, in the order printed: kind -> heading.
+GROUPS = {"renamed": "Renamed", "removed": "Removed", "added": "Added", "changed": "Changed"}
 
 _MISSING = object()
 
@@ -142,15 +156,27 @@ def compose_side(side: Side) -> dict[str, object]:
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
 
 
-def render(a: Side, b: Side, changes: Sequence[Change]) -> str:
-    """The report printed on stdout."""
+def render(a: Side, b: Side, changes: Sequence[Change], same_overrides: bool = False, only: str = "") -> str:
+    """The report printed on stdout. Between two releases the lines are grouped: renamed, removed, added,
+    then changed (``default changed`` when a side took the other's overrides: only the releases differ).
+    ``only`` says what the lines are limited to (``--keys``, ``--set``)."""
     upgrade = a.command.release() != b.command.release()
     lines = [f"{side.label}: {side.describe()}" + (f"  (verl {side.command.release()})" if upgrade else "")
              for side in (a, b)]
+    if only:
+        lines.append(f"only: {only}")
     if not changes:
-        lines.append("same: every resolved value of A and B is equal")
+        lines.append("same: every resolved value of A and B is equal" + (" among those keys" if only else ""))
         return "\n".join(lines)
-    lines.extend(change.render() for change in changes)
+    if upgrade:
+        for kind, heading in GROUPS.items():
+            group = [change for change in changes if change.kind == kind]
+            if group:
+                title = "Default changed" if kind == "changed" and same_overrides else heading
+                lines.append(f"{title} ({len(group)}):")
+                lines.extend(change.render() for change in group)
+    else:
+        lines.extend(change.render() for change in changes)
     lines.append(tally(changes))
     return "\n".join(lines)
 
@@ -221,9 +247,75 @@ def _diff_stock(args: list[str]) -> int:
     return EXIT_DIFFERENT if changes else EXIT_SAME
 
 
+def _limits(args: list[str]) -> tuple[list[str], list[str], bool]:
+    """``args`` without diff's own limits, wherever they were typed (either side), the ``--keys`` patterns
+    and whether ``--set`` was given."""
+    rest: list[str] = []
+    patterns: list[str] = []
+    only_set = False
+    tokens = iter(args)
+    for token in tokens:
+        if token == SET_FLAG:
+            only_set = True
+        elif token == KEYS_FLAG:
+            pattern = next(tokens, None)
+            if pattern is None or pattern == "--":
+                raise _usage_error(
+                    f"{KEYS_FLAG} needs a key pattern, e.g. `{KEYS_FLAG} 'actor_rollout_ref.actor.*'`")
+            patterns.append(pattern)
+        elif token.startswith(f"{KEYS_FLAG}="):
+            patterns.append(token.partition("=")[2])
+        else:
+            rest.append(token)
+    return rest, patterns, only_set
+
+
+def set_keys(*sides: Side) -> set[str]:
+    """The keys the overrides of ``sides`` set or delete, each also as its side's release reads it (a legacy
+    key) and as the other releases name it (a renamed key)."""
+    from verl_roles.legacy import find, renamed_between
+
+    found: set[str] = set()
+    for side in sides:
+        release = side.command.release()
+        for override in side.command.key_overrides():
+            found.add(override.key)
+            hit = find(override.key, release)
+            if hit is not None:
+                found.add(hit[1])
+            for other in (s.command.release() for s in sides):
+                renamed = renamed_between(override.key, release, other)
+                if renamed is not None:
+                    found.add(renamed[1])
+    return found
+
+
+def limited(changes: Sequence[Change], patterns: Sequence[str], keys: set[str] | None) -> list[Change]:
+    """The changes whose key (or its new name) matches one of ``patterns`` (all without any), and, with
+    ``keys``, is one of them or lies under one."""
+
+    def names(change: Change) -> list[str]:
+        return [change.key, *([change.new_key] if change.new_key else [])]
+
+    def under(name: str) -> bool:
+        return keys is None or any(name == key or name.startswith(key + ".") for key in keys)
+
+    return [c for c in changes
+            if any(under(name) and (not patterns or any(matches(name, p) for p in patterns))
+                   for name in names(c))]
+
+
+def _only(patterns: Sequence[str], only_set: bool) -> str:
+    said = [f"keys matching {' or '.join(patterns)}"] if patterns else []
+    return " and ".join([*said, *(["keys the overrides set"] if only_set else [])])
+
+
 def _diff(invocation: Invocation) -> int:
-    args = list(invocation.args)
+    args, patterns, only_set = _limits(list(invocation.args))
     if STOCK_FLAG in args:
+        if patterns or only_set:
+            raise _usage_error(
+                f"{KEYS_FLAG} and {SET_FLAG} limit a diff of two configs (A -- B), not {STOCK_FLAG}")
         return _diff_stock([arg for arg in args if arg != STOCK_FLAG])
     if "--" not in args:
         raise _usage_error(
@@ -239,7 +331,11 @@ def _diff(invocation: Invocation) -> int:
     a = parse_side("A", a_args)
     b = parse_side("B", b_args)
     changes = compare(compose_side(a), compose_side(b), renames(a.command.release(), b.command.release()))
-    say(render(a, b, changes))
+    if patterns or only_set:
+        changes = limited(changes, patterns, set_keys(a, b) if only_set else None)
+    # A side that only chooses a release: both sides hold the same overrides, what changed is a default.
+    same_overrides = _only_a_release(args[:split]) or _only_a_release(args[split + 1:])
+    say(render(a, b, changes, same_overrides, _only(patterns, only_set)))
     return EXIT_DIFFERENT if changes else EXIT_SAME
 
 
@@ -250,24 +346,46 @@ def _only_a_release(args: Sequence[str]) -> bool:
 
 
 def borrowed(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
-    """The two sides, a side that only chooses a verl release taking the other side's overrides."""
+    """The two sides, a side that only chooses a verl release taking the other side's overrides, each key
+    under the name that release gives it (a renamed key, as ``verl-roles migrate`` writes it)."""
     if _only_a_release(a) and not _only_a_release(b):
-        rest = [t for t in b if not (t.startswith(f"{releases.VERSION_KEY}=") and "," not in t)]
-        return [*rest, *a], b
+        return [*_taken(b, a), *a], b
     if _only_a_release(b) and not _only_a_release(a):
-        rest = [t for t in a if not (t.startswith(f"{releases.VERSION_KEY}=") and "," not in t)]
-        return a, [*rest, *b]
+        return a, [*_taken(a, b), *b]
     return a, b
 
 
-def renames(old: str, new: str) -> dict[str, str]:
-    """Keys of verl ``old`` that ``new`` spells another way (the legacy table, under ``new``)."""
-    if old == new:
-        return {}
-    from verl_roles.legacy import LEGACY_KEYS
+def _taken(given: list[str], choosing: list[str]) -> list[str]:
+    """The overrides of ``given`` (its release choice left out) for the release ``choosing`` picks."""
+    from verl_roles.legacy import renamed_between
 
-    return {entry.old: entry.new for entry in LEGACY_KEYS
-            if not entry.section and entry.applies(new) and not entry.applies(old)}
+    source = CommandLine.parse(given, flags=CONFIG_FLAGS)
+    old, new = source.release(), CommandLine.parse(choosing, flags=CONFIG_FLAGS).release()
+    rest = [t for t in given if not (t.startswith(f"{releases.VERSION_KEY}=") and "," not in t)]
+
+    def spelled(token: str) -> str:
+        override = next((o for o in source.key_overrides() if o.text == token), None)
+        hit = None if override is None else renamed_between(override.key, old, new)
+        if override is None or hit is None or override.package is not None:
+            return token
+        value = override.value_text
+        return f"{override.prefix}{hit[1]}" + ("" if value is None else f"={value}")
+
+    return [spelled(token) for token in rest]
+
+
+def renames(old: str, new: str) -> dict[str, str]:
+    """Keys of verl ``old`` that ``new`` spells another way, in either direction (the legacy table read
+    by :func:`verl_roles.legacy.renamed_between`, as ``verl-roles migrate`` reads it)."""
+    from verl_roles.legacy import LEGACY_KEYS, renamed_between
+
+    found = {}
+    for entry in LEGACY_KEYS:
+        for key in () if entry.section else (entry.old, entry.new):
+            hit = renamed_between(key, old, new)
+            if hit is not None:
+                found[key] = hit[1]
+    return found
 
 
 # The upgrade the help shows: from the release before the default to the default.
@@ -283,10 +401,10 @@ COMMAND = Command(
     action=_diff,
     # Each side reads its own flags (--config-name, --config-dir) and overrides.
     words=Words.OWN,
-    flags=(STOCK,),
+    flags=(STOCK, KEYS, SET),
     passes=CONFIG_FLAGS,
     usage=(
-        "[--config-name NAME] [--config-dir DIR] [A overrides...] -- [B: the same]",
+        "[--config-name NAME] [--config-dir DIR] [A overrides...] -- [B: the same] [--keys GLOB]... [--set]",
         f"{STOCK_FLAG} [--config-name NAME] [--config-dir DIR] [overrides...]",
     ),
     about=f"""\
@@ -295,7 +413,9 @@ every resolved key whose value differs: `added` (only in B), `removed` (only in 
 (A -> B), `renamed` (a key B's verl release spells another way). A side that only chooses a verl release
 takes the other side's overrides, so
   verl-roles diff {_UPGRADE} OVERRIDES
-lists what that verl upgrade changes in that config.
+lists what that verl upgrade changes in that config, grouped: renamed, removed, added, default changed.
+--keys GLOB (repeatable) limits the lines to the keys matching GLOB (or under a section named in full),
+--set to the keys the overrides set (under either name of a renamed key).
 With --stock, compare one config with verl's own defaults for the same engine and verl release: every
 key whose value this launch changes from stock verl (`changed`), adds (`added`) or removes (`removed`),
 marked where verl has no such key (verl_roles' engine baseline, a `+` key). Exit code 0 when they are
@@ -307,6 +427,7 @@ the same, 1 when they differ, 2 on an error.""",
         "megatron.tensor_model_parallel_size=2",
         "verl-roles diff model_engine=megatron -- --config-name ppo_megatron_trainer",
         f"verl-roles diff {_UPGRADE} model_engine=megatron",
+        f"verl-roles diff {_UPGRADE} --keys 'actor_rollout_ref.actor.*'",
         f"verl-roles diff {STOCK_FLAG} model_engine=megatron actor_rollout_ref.actor.optim.lr=3e-6",
     ),
 )

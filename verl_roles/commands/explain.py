@@ -50,7 +50,14 @@ from verl_roles.pipeline import SettingsReport, StepInputs, StepReport, finalize
 from verl_roles.roles import RolesReport
 from verl_roles.schema import verl_names
 from verl_roles.sequence_parallel import TURNED_OFF, SequenceParallelReport
-from verl_roles.wording import LIBRARY_ERRORS, KeyKnowledge, raise_translated, translate
+from verl_roles.wording import (
+    LIBRARY_ERRORS,
+    KeyKnowledge,
+    other_release_problem,
+    raise_translated,
+    rerun_line,
+    translate,
+)
 
 _REFERENCE = re.compile(r"\$\{([^${}:]+)\}")
 # Steps that work on the resolved config, where every interpolation "changed": only their own events count.
@@ -101,6 +108,10 @@ def explain_many(
 def _unknown_key(key: str, command: CommandLine, knowledge: KeyKnowledge) -> Problem:
     """A KEY the composed config does not have: one of another engine, or a misspelling."""
     engine = knowledge.only_under(key)
+    if engine is None:
+        release_problem = other_release_problem(key, command, rerun_line("explain", command))
+        if release_problem is not None:
+            return release_problem
     section, _, name = key.rpartition(".")
     handed = passed_on(section)
     if engine is None and handed is not None:

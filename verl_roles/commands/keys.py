@@ -21,13 +21,13 @@ from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles import paths
+from verl_roles import paths, releases
 from verl_roles.api import compose_with_choices, defaults_files, step_inputs
 from verl_roles.cmdline import CommandLine
 from verl_roles.commands.shell import Command, Invocation, Words
 from verl_roles.commands.show import is_glob, matches, no_match
 from verl_roles.config_tree import ConfigTree
-from verl_roles.errors import ConfigError
+from verl_roles.errors import ConfigError, Problem
 from verl_roles.flags import CONFIG_FLAGS
 from verl_roles.key_docs import MountedFile, key_comments
 from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
@@ -38,7 +38,7 @@ from verl_roles.pipeline import check_composition
 from verl_roles.releases import release_of
 from verl_roles.role_table import cell
 from verl_roles.schema import declared_types, verl_names
-from verl_roles.wording import LIBRARY_ERRORS, raise_translated
+from verl_roles.wording import LIBRARY_ERRORS, other_release_problem, raise_translated, rerun_line
 
 
 def _list(invocation: Invocation) -> None:
@@ -200,11 +200,34 @@ def listing(command: CommandLine, patterns: Sequence[str]) -> str:
         named = {p: _names_a_key(p, entries) for p in patterns if not is_glob(p)}
         chosen = [e for e in entries if any(_selects(e, p, named.get(p, True)) for p in patterns)]
         if not chosen:
-            raise no_match(" ".join(patterns), [e.key for e in entries], patterns,
-                           "a plain word that is no key searches the names and comments; an engine's keys "
-                           "exist only with it (add model_engine=megatron)")
+            raise other_releases(command, patterns) or no_match(
+                " ".join(patterns), [e.key for e in entries], patterns,
+                "a plain word that is no key searches the names and comments; an engine's keys "
+                "exist only with it (add model_engine=megatron)")
         entries = chosen
     return "".join(entry.render() + "\n" for entry in entries)
+
+
+def other_releases(command: CommandLine, patterns: Sequence[str]) -> ConfigError | None:
+    """Patterns that match no key of the release ``command`` composes but keys of another release (or name a
+    key it renamed): which releases have them, and the same command on one of them; None when no release
+    has any."""
+    rerun = rerun_line("keys", command)
+    release = command.release()
+    problems = []
+    for pattern in patterns:
+        if not is_glob(pattern):
+            problem = other_release_problem(pattern, command, rerun)
+            problems += [] if problem is None else [problem]
+            continue
+        others = [r for r in releases.supported() if r != release and any(
+            matches(key, pattern) for key in releases.surface(r))]
+        if others:
+            named = " and ".join(f"verl {r}" for r in others)
+            problems.append(Problem(
+                key=pattern, message=f"matches keys of {named}, none of verl {release}, the release of this "
+                "config", fix=f"`{rerun(pattern, others[-1], None)}` lists verl {others[-1]}'s"))
+    return ConfigError(problems) if len(problems) == len(patterns) else None
 
 
 def _selects(entry: KeyEntry, pattern: str, names_a_key: bool) -> bool:

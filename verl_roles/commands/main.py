@@ -41,7 +41,6 @@ from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, counted
 from verl_roles.flags import (
     CFG,
-    CONFIG_PATH,
     EXPERIMENTAL_RERUN,
     HELP,
     HYDRA_FLAGS,
@@ -54,7 +53,7 @@ from verl_roles.flags import (
 )
 from verl_roles.installation import print_shadowing_notice
 from verl_roles.layout import ROLE_SECTIONS
-from verl_roles.legacy import read_command_line
+from verl_roles.legacy import config_path_move, read_command_line
 from verl_roles.omegaconf_adapter.yaml_dialect import dump
 from verl_roles.planning import Rendered, RunPlan, compose_run, is_sweep, multirun_by_config, plan_run
 from verl_roles.run_files import RESOLVED
@@ -192,10 +191,14 @@ def _display(path: Path) -> str:
 
 def _refuse_config_path(command: CommandLine) -> None:
     """``--config-path DIR`` replaces the config tree, read relative to the package; verl's launch scripts
-    pass their own folder that way (``--config-path=config``). Here the folder goes next to ours."""
-    flag = command.flag(CONFIG_PATH)
-    if flag is None or flag.value is None:
+    pass their own folder that way (``--config-path=config``). Here the folder goes next to ours, or, when
+    it is verl's own, is not needed: the fix is what ``verl-roles migrate`` writes
+    (:func:`verl_roles.legacy.config_path_move`)."""
+    move = config_path_move(command)
+    if move is None:
         return
+    flag = move.flag
+    assert flag.value is not None
     if Path(flag.value).is_absolute() and Path(flag.value).resolve() == CONF_DIR:
         return
     folder = Path(flag.value).expanduser()
@@ -205,17 +208,18 @@ def _refuse_config_path(command: CommandLine) -> None:
     else:
         read_as = "a folder that Hydra reads relative to the verl_roles package, where there is none"
         missing = f" (there is no folder {flag.value!r} in {Path.cwd()} either)"
+    if move.dropped:
+        fix = f"drop `{' '.join(flag.tokens)}`: {move.why}"
+    else:
+        fix = (f"write `{' '.join(move.tokens).replace('=', ' ', 1)}` instead: {move.why}"
+               + ("" if folder.is_dir() else missing))
     raise ConfigError([Problem(
         key=f"{flag.typed_name} {flag.value}",
         message=(
             f"replaces verl_roles' own config tree with {read_as} (verl's launch scripts pass their own "
             "config folder this way)"
         ),
-        fix=(
-            f"write `--config-dir {flag.value}` instead: it adds your folder to the search path next to "
-            "verl_roles' configs, so --config-name finds your primary config there and its defaults find "
-            "ppo_trainer and the groups here" + ("" if folder.is_dir() else missing)
-        ),
+        fix=fix + "; `verl-roles migrate` rewrites the whole command line",
     )])
 
 

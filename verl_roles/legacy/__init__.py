@@ -22,9 +22,11 @@ Setting the old and the new key to different values is an error naming both.
 """
 
 from verl_roles.legacy.command_line import (  # noqa: F401 - the package's names
+    ConfigPathMove,
     Removal,
     TranslatedCommand,
     Translation,
+    config_path_move,
     deprecated_config_warning,
     migrate_overrides,
     read_command_line,
@@ -50,4 +52,5 @@ from verl_roles.legacy.tables import (  # noqa: F401 - the package's names
     old_key_label,
     removed_problem,
     removed_warning,
+    renamed_between,
 )

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from hydra.core.override_parser.types import ChoiceSweep
 
 from verl_roles import releases
 from verl_roles.cmdline import CommandLine, Override
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.layout import (
-    PRIMARY_CONFIG,
-)
+from verl_roles.flags import CONFIG_DIR, CONFIG_PATH, Flag
+from verl_roles.layout import PRIMARY_CONFIG
 from verl_roles.legacy.tables import (
     LEGACY_CONFIG_NAMES,
     MIGRATE_HINT,
@@ -201,6 +201,43 @@ def deprecated_config_warning(command: CommandLine) -> str | None:
         f"`python -m verl_roles.main {' '.join(replacement)}` (config {PRIMARY_CONFIG}). "
         "Use that command instead."
     )
+
+
+@dataclass(frozen=True)
+class ConfigPathMove:
+    """What the ``--config-path DIR`` of a verl launch becomes here: ``tokens`` replace ``flag`` (none:
+    it is dropped), ``why`` says so."""
+
+    flag: Flag
+    tokens: tuple[str, ...]
+    why: str
+
+    @property
+    def dropped(self) -> bool:
+        return not self.tokens
+
+
+def config_path_move(command: CommandLine) -> ConfigPathMove | None:
+    """The one reading of ``--config-path DIR`` (Hydra's: DIR replaces the config tree), for the main job's
+    refusal and for ``migrate``'s rewrite alike. verl's launch scripts pass verl's own config folder this
+    way to reach its trainer configs (``--config-path=config --config-name=ppo_megatron_trainer``); Hydra
+    reads a relative DIR relative to the trainer's module (verl/trainer/), so a relative DIR with a primary
+    config verl_roles' tree ships (ppo_trainer, or a deprecated name of it) is verl's own folder, which our
+    tree stands for: the flag is dropped. Otherwise DIR is the user's folder: it becomes
+    ``--config-dir DIR``, which adds it next to our tree. None: no such flag."""
+    flag = command.flag(CONFIG_PATH)
+    if flag is None or flag.value is None:
+        return None
+    name = command.config_name
+    verls = name == PRIMARY_CONFIG or name in LEGACY_CONFIG_NAMES
+    if verls and not Path(flag.value).expanduser().is_absolute():
+        return ConfigPathMove(flag, (), (
+            f"it names verl's own config folder, where verl finds {name}; verl_roles' config tree stands "
+            "for that folder"))
+    spelled = (f"{CONFIG_DIR.name}={flag.value}",) if len(flag.tokens) == 1 else (CONFIG_DIR.name, flag.value)
+    return ConfigPathMove(flag, spelled, (
+        "it adds your folder to the search path next to verl_roles' configs, so --config-name finds your "
+        f"primary config there and its defaults find {PRIMARY_CONFIG} and the groups here"))
 
 
 def read_command_line(command: CommandLine) -> TranslatedCommand:

@@ -295,6 +295,26 @@ def find(key: str, release: str = releases.DEFAULT_RELEASE) -> tuple[LegacyKey, 
     return None
 
 
+def renamed_between(key: str, old: str, new: str) -> tuple[LegacyKey, str] | None:
+    """The spelling under verl ``new`` of ``key``, a key of verl ``old`` that ``new`` names another way,
+    and the table entry saying so; None when ``key`` keeps its name. Either direction: an entry that is
+    legacy under ``new`` only renames its old key to its new one (``actor_rollout_ref.rollout.skip.enable``
+    -> ``skip.rollout.enable`` from 0.8.0 to 0.9.1), one that is legacy under ``old`` only renames back.
+    verl's flat LoRA keys and its null reward sections are no renames (every release reads them)."""
+    if old == new:
+        return None
+    for entry in LEGACY_KEYS:
+        if entry.alias or entry.shipped or entry.applies(old) == entry.applies(new):
+            continue
+        if entry.applies(new):
+            spelled = entry.new_key_for(key)
+        else:
+            spelled = LegacyKey(entry.new, entry.old, entry.reason, section=entry.section).new_key_for(key)
+        if spelled is not None:
+            return entry, spelled
+    return None
+
+
 def old_key_label(key: str) -> str:
     """What a view calls the old key ``key``: verl's own flat LoRA keys are not legacy keys."""
     flat = any(entry.alias and entry.new_key_for(key) is not None for entry in LEGACY_KEYS)
