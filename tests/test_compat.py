@@ -10,9 +10,8 @@ import omegaconf
 import pytest
 from conftest import REPO
 
-from verl_roles.compat import HYDRA_1_4, KINDS, OMEGACONF_2_4, Borrowed
+from verl_roles.compat import HYDRA_1_4, KINDS, OMEGACONF_2_4, Borrowed, messages
 from verl_roles.compat import hydra as hydra_compat
-from verl_roles.compat import messages
 from verl_roles.compat import omegaconf as omegaconf_compat
 
 ENTRIES: list[Borrowed] = [
@@ -28,7 +27,8 @@ def test_every_entry_says_what_it_stands_for_and_has_a_guard(entry: Borrowed):
     assert (REPO / path).is_file(), f"{entry.uses}: its guard {path} does not exist"
     if test:
         source = (REPO / path).read_text(encoding="utf-8")
-        assert re.search(rf"^def {re.escape(test)}\(", source, re.M), f"{entry.uses}: no test {test} in {path}"
+        found = re.search(rf"^def {re.escape(test)}\(", source, re.M)
+        assert found, f"{entry.uses}: no test {test} in {path}"
 
 
 def test_every_pattern_of_library_text_is_an_entry():
@@ -37,8 +37,8 @@ def test_every_pattern_of_library_text_is_an_entry():
 
 
 def test_the_flags_name_the_installed_stack():
-    assert HYDRA_1_4 == hydra.__version__.startswith("1.4")
-    assert OMEGACONF_2_4 == omegaconf.__version__.startswith("2.4")
+    assert hydra.__version__.startswith("1.4") == HYDRA_1_4
+    assert omegaconf.__version__.startswith("2.4") == OMEGACONF_2_4
     # Hydra 1.4 requires OmegaConf 2.4 and Hydra 1.3 refuses it: one flag would do, both are kept for readers.
     assert HYDRA_1_4 == OMEGACONF_2_4
 

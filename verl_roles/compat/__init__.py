@@ -41,6 +41,11 @@ OMEGACONF_VERSION: tuple[int, int] = _release(_omegaconf_version)
 HYDRA_1_4: bool = HYDRA_VERSION >= (1, 4)
 OMEGACONF_2_4: bool = OMEGACONF_VERSION >= (2, 4)
 
+# What to pass to Hydra's public entry points (``hydra.main``, ``initialize_config_dir``...) for its current
+# behaviour: ``version_base=None`` on Hydra 1.3; nothing on 1.4, which deprecates the parameter (it warns)
+# and always behaves as its own version.
+VERSION_BASE: dict[str, None] = {} if HYDRA_1_4 else {"version_base": None}
+
 # The stacks every entry was checked on (hydra-core, omegaconf): the suite runs on both (.ci/run).
 CHECKED_ON: tuple[tuple[str, str], ...] = (("1.3.8", "2.3.1"), ("1.4.0rc3", "2.4.1rc1"))
 
