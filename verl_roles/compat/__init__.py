@@ -46,6 +46,12 @@ OMEGACONF_2_4: bool = OMEGACONF_VERSION >= (2, 4)
 # and always behaves as its own version.
 VERSION_BASE: dict[str, None] = {} if HYDRA_1_4 else {"version_base": None}
 
+# The topics of Hydra's ``--info`` flag, as its parser lists them: Hydra 1.4 adds ``aliases`` (hydra.aliases).
+HYDRA_INFO_TOPICS: tuple[str, ...] = (
+    "all", *(("aliases",) if HYDRA_1_4 else ()), "config", "defaults", "defaults-tree", "plugins",
+    "searchpath",
+)
+
 # The stacks every entry was checked on (hydra-core, omegaconf): the suite runs on both (.ci/run).
 CHECKED_ON: tuple[tuple[str, str], ...] = (("1.3.8", "2.3.1"), ("1.4.0rc3", "2.4.1rc1"))
 

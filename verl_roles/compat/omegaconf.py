@@ -15,10 +15,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from omegaconf import AnyNode, DictConfig, ListConfig, Node
-from omegaconf._impl import _resolve_container_value
-from omegaconf._utils import OmegaConfDumper, get_value_kind
+from omegaconf import MISSING, AnyNode, Container, DictConfig, ListConfig, Node, ValueNode
+from omegaconf._impl import _resolve, _resolve_container_value
+from omegaconf._utils import OmegaConfDumper, _get_value, get_value_kind
 from omegaconf.base import ContainerMetadata, Metadata
+from omegaconf.errors import InterpolationToMissingValueError
 
 from verl_roles.compat import OMEGACONF_2_4, Borrowed
 
@@ -43,6 +44,10 @@ BORROWED: tuple[Borrowed, ...] = (
     Borrowed("IMP", "omegaconf.base.ContainerMetadata", "a container's metadata as OmegaConf.create makes it",
              _BUILD),
     Borrowed("IMP", "omegaconf._impl._resolve_container_value", "OmegaConf.resolve, for one key", _NODES),
+    Borrowed("IMP", "omegaconf._impl._resolve, omegaconf._utils._get_value, Node._dereference_node, "
+             "Container._get_child (2.4)", "OmegaConf 2.3's resolution of one key, kept on 2.4: an "
+             "interpolation to ??? becomes ???, a resolver's list or mapping is refused for a single value",
+             "tests/test_errors.py"),
     Borrowed("ATTR", "node.__dict__['_metadata'] (its .flags, .key, .element_type, .resolver_cache)",
              "a node's own flags, key and element type", _NODES),
     Borrowed("ATTR", "node.__dict__['_parent']", "a node's parent (copy.deepcopy detaches it)", _BUILD),
@@ -196,8 +201,33 @@ def full_key(container: Any, key: Any) -> str:
 
 
 def resolve_one(container: Any, key: Any) -> None:
-    """What ``OmegaConf.resolve`` does for the key ``key`` of ``container``."""
-    _resolve_container_value(container, key)
+    """What ``OmegaConf.resolve`` (OmegaConf 2.3's) does for the key ``key`` of ``container``.
+
+    OmegaConf 2.4 changed two things its resolve does: an interpolation to a ``???`` raises (2.3 left the
+    key at ``???``, so the run names every mandatory value left, not the first reference to one), and a
+    resolver's list or mapping is made a section even where a single value stands (2.3 refused it). Both
+    stacks keep 2.3's answer, so a user sees the same on either."""
+    if not OMEGACONF_2_4:
+        _resolve_container_value(container, key)
+        return
+    node = container._get_child(key)
+    if not node._is_interpolation():
+        _resolve(node)
+        return
+    try:
+        resolved = node._dereference_node()
+    except InterpolationToMissingValueError:
+        node._set_value(MISSING)
+        return
+    except Exception:  # noqa: BLE001 - raised again by OmegaConf's own path, which names the key
+        _resolve_container_value(container, key)
+        return
+    if isinstance(resolved, Container):
+        _resolve(resolved)
+    if isinstance(resolved, Container) and isinstance(node, ValueNode):
+        container[key] = resolved
+    else:
+        node._set_value(_get_value(resolved))
 
 
 def copy_state(node: Any, parent: Any) -> Any:
