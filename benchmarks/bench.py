@@ -106,6 +106,14 @@ if __name__ == "__main__":
 '''
 
 
+def for_this_hydra(app: str) -> str:
+    """An app of this Python's Hydra as its users write it: Hydra 1.4 deprecates ``version_base`` (and warns
+    on it), so the apps run by this Python drop it there."""
+    from verl_roles.compat import HYDRA_1_4
+
+    return app.replace("version_base=None, ", "") if HYDRA_1_4 else app
+
+
 def median_ms(samples: Sequence[float]) -> float:
     return statistics.median(samples) * 1000
 
@@ -152,10 +160,12 @@ def bench_cli(work: Path, repeats: int, verl_pythons: dict[str, str], baseline: 
     print("CLI end to end (fresh process each, median of", repeats, "runs after one warm-up run each)")
     hello = work / "hello"
     hello.mkdir()
-    (hello / "app.py").write_text(textwrap.dedent(HELLO_APP), encoding="utf-8")
+    (hello / "app.py").write_text(for_this_hydra(textwrap.dedent(HELLO_APP)), encoding="utf-8")
     (hello / "config.yaml").write_text("# The name to greet.\nname: world\n", encoding="utf-8")
     (work / "our_tree_app.py").write_text(
-        textwrap.dedent(OUR_TREE_APP).replace("CONF", repr(str(REPO / "conf"))), encoding="utf-8")
+        for_this_hydra(textwrap.dedent(OUR_TREE_APP)).replace("CONF", repr(str(REPO / "conf"))),
+        encoding="utf-8",
+    )
     python = sys.executable
     commands = {
         "hello": ([python, str(hello / "app.py"), f"hydra.run.dir={work / 'h'}-{{n}}"], child_env()),
@@ -222,6 +232,7 @@ def bench_compose(repeats: int) -> dict[str, float]:
     from verl_roles import legacy, releases
     from verl_roles.api import compose_with_choices, step_inputs
     from verl_roles.cmdline import CommandLine
+    from verl_roles.compat import VERSION_BASE
     from verl_roles.pipeline import finalize
 
     def overrides(i: int, release: str) -> list[str]:
@@ -252,7 +263,7 @@ def bench_compose(repeats: int) -> dict[str, float]:
             row(f"verl_roles.compose, verl_version={release}", f"{found[release]:.1f} ms", "target <= 60 ms")
             for step in splits[0]:
                 row(f"  {step}", f"{median_ms([s[step] for s in splits]):.1f} ms")
-        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base=None):
+        with initialize_config_dir(config_dir=str(REPO / "conf"), **VERSION_BASE):
             def stock(i: int) -> None:
                 default = releases.DEFAULT_RELEASE
                 OmegaConf.resolve(hydra_compose("ppo_trainer", overrides=overrides(i, default)))

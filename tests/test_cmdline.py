@@ -8,8 +8,6 @@ import warnings
 
 import pytest
 from conftest import flat, main_in_process, run_in_process
-from hydra._internal.config_repository import ConfigRepository
-from hydra._internal.utils import create_config_search_path, get_args_parser
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import OverrideType
 from hydra.core.plugins import Plugins
@@ -20,6 +18,7 @@ from omegaconf import OmegaConf
 import verl_roles
 from verl_roles.cli import main as cli
 from verl_roles.cmdline import CommandLine
+from verl_roles.compat.hydra import RepositoryBase, args_parser, search_path_of
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.flags import HYDRA_FLAGS, OPTIONAL, REQUIRED
 from verl_roles.legacy import read_command_line, translate_command
@@ -31,7 +30,7 @@ from verl_roles.legacy import read_command_line, translate_command
 def hydra_options() -> dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]]:
     """Hydra's own argument parser: long name -> (spellings, value kind, choices)."""
     options = {}
-    for action in get_args_parser()._actions:
+    for action in args_parser()._actions:
         if not action.option_strings:
             continue
         if action.nargs == 0:
@@ -100,13 +99,13 @@ def command_lines(draw: st.DrawFn) -> list[str]:
     return [*before, *draw(st.lists(overrides(), max_size=6)), *after, *last]
 
 
-REPO: list[ConfigRepository] = []
+REPO: list[RepositoryBase] = []
 
 
 def hydra_is_group(key: str) -> bool:
     if not REPO:
         Plugins.instance()
-        REPO.append(ConfigRepository(config_search_path=create_config_search_path(str(CONF_DIR))))
+        REPO.append(RepositoryBase(config_search_path=search_path_of(str(CONF_DIR))))
     return REPO[0].group_exists(key)
 
 
@@ -114,7 +113,7 @@ def hydra_is_group(key: str) -> bool:
 @given(command_lines())
 def test_model_agrees_with_hydra(args):
     command = CommandLine.parse(args)
-    namespace = get_args_parser().parse_args(args)
+    namespace = args_parser().parse_args(args)
     # Flags and their values are Hydra's; a flag's value is never an override.
     assert command.texts() == namespace.overrides
     assert command.config_name_typed == namespace.config_name

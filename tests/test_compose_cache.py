@@ -15,6 +15,7 @@ import verl_roles
 from verl_roles import releases
 from verl_roles.api import compose_full, compose_raw
 from verl_roles.cmdline import CommandLine
+from verl_roles.compat import OMEGACONF_2_4, VERSION_BASE
 from verl_roles.flat_lora import add_flat_lora_keys
 from verl_roles.hydra_adapter import plain_compose
 from verl_roles.hydra_adapter.caches import clear_caches
@@ -37,7 +38,7 @@ def stock_hydra_and_omegaconf(overrides: list[str]) -> str:
     """The reference: Hydra's own compose API (its stock loader) on our tree, resolved by OmegaConf's own
     resolution, then the pipeline's steps after resolution (Megatron's sequence_parallel as verl uses
     it, verl's flat LoRA keys)."""
-    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF), **VERSION_BASE):
         raw = hydra_compose(config_name="ppo_trainer", overrides=overrides)
     resolved = OmegaConf.create(OmegaConf.to_container(raw, resolve=True))
     write_effective_sequence_parallel(resolved, CommandLine.of(overrides), followed={})
@@ -81,7 +82,7 @@ def test_no_global_hydra_state_and_caller_state_kept():
 
     from hydra import initialize_config_module
 
-    with initialize_config_module(config_module="verl_roles.conf", version_base=None):
+    with initialize_config_module(config_module="verl_roles.conf", **VERSION_BASE):
         caller = GlobalHydra.instance().hydra
         verl_roles.compose(["model_engine=dp"])
         assert GlobalHydra.instance().hydra is caller
@@ -223,7 +224,7 @@ def test_composition_equals_stock_hydra_node_for_node(plain_used, overrides):
     clear_caches()
     ours = compose_raw("ppo_trainer", overrides)
     assert plain_used
-    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+    with initialize_config_dir(config_dir=str(CONF), **VERSION_BASE):
         stock = hydra_compose(config_name="ppo_trainer", overrides=overrides)
     OmegaConf.clear_cache(ours), OmegaConf.clear_cache(stock)
     assert fingerprint(ours) == fingerprint(stock)
@@ -334,6 +335,16 @@ RESOLUTION_SETS = [
 ]
 
 
+def test_an_interpolation_to_a_missing_value_is_left_missing():
+    """OmegaConf 2.3's resolve, on either stack: a key referring to a ``???`` is itself ``???`` afterwards (so
+    a run names every mandatory value left), where OmegaConf 2.4's raises at the first reference."""
+    from verl_roles.omegaconf_adapter.nodes import missing_keys, resolve_in_place
+
+    cfg = compose_raw("ppo_trainer", ["+trainer.missing=???", "+trainer.to_missing=${trainer.missing}"])
+    resolve_in_place(cfg)
+    assert {"trainer.missing", "trainer.to_missing"} <= set(missing_keys(cfg))
+
+
 @pytest.mark.parametrize("overrides", RESOLUTION_SETS, ids=["chain", "kinds", "sections"])
 def test_fast_resolution_equals_omegaconfs_node_for_node(overrides):
     """verl_roles' resolution (plain references copied directly, the rest left to OmegaConf key by key)
@@ -342,6 +353,10 @@ def test_fast_resolution_equals_omegaconfs_node_for_node(overrides):
 
     from verl_roles.omegaconf_adapter.nodes import resolve_in_place
 
+    if OMEGACONF_2_4:
+        # OmegaConf 2.4's resolve raises on an interpolation to ???, where 2.3's leaves ??? (as ours does on
+        # both stacks: test_an_interpolation_to_a_missing_value_is_left_missing).
+        overrides = [o for o in overrides if "${trainer.missing}" not in o]
     composed = compose_raw("ppo_trainer", overrides)
     ours, reference = copy.deepcopy(composed), copy.deepcopy(composed)
     followed: dict[str, str] = {}

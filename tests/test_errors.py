@@ -12,6 +12,7 @@ import pytest
 from conftest import assert_user_error, main_in_process, run
 
 import verl_roles
+from verl_roles.compat import VERSION_BASE
 from verl_roles.layout import ROLES, TRAINED_SECTIONS
 from verl_roles.main import main
 
@@ -517,7 +518,7 @@ def test_hydras_resolver_gets_one_verdict_also_inside_a_running_hydra_app(tmp_pa
     override = "trainer.default_local_dir=${hydra:runtime.output_dir}/ckpt"
     saved = HydraConfig.instance().cfg
     try:
-        with initialize_config_dir(config_dir=str(tmp_path / "app"), version_base=None):
+        with initialize_config_dir(config_dir=str(tmp_path / "app"), **VERSION_BASE):
             HydraConfig.instance().set_config(compose("app", return_hydra_config=True))
             with pytest.raises(verl_roles.ConfigError, match="only a running Hydra job answers"):
                 verl_roles.compose([override])

@@ -1,12 +1,15 @@
 """The layers the tree shows, read from the tier map in code (verl_roles/tiers.py): every module is
 placed, imports point down or sideways (never up), there is no import cycle, composition is reached
-only through the API, and only the two halves of the Hydra adapter touch Hydra's or OmegaConf's
-private API, each listing the symbols it uses."""
+only through the API, and only the compatibility seam (verl_roles/compat/) touches Hydra's or
+OmegaConf's private API: a private module imported, a private attribute of a library object, a
+private hook of a library class overridden or called on ``self``, a library path named in a string,
+a traceback frame read."""
 
 from __future__ import annotations
 
 import ast
 import functools
+import importlib
 from pathlib import Path
 
 import pytest
@@ -15,10 +18,19 @@ from conftest import REPO
 from verl_roles.tiers import ONLY_FROM, TIERS, rank, tier_of
 
 PACKAGE = REPO / "verl_roles"
-ADAPTERS = ("verl_roles.omegaconf_adapter", "verl_roles.hydra_adapter")
+# The one package that may use Hydra's and OmegaConf's private API.
+SEAM = "verl_roles.compat"
 
-# Private modules of Hydra and OmegaConf.
-PRIVATE_MODULES = ("hydra._internal", "omegaconf._utils", "omegaconf._impl", "omegaconf.grammar")
+# Private modules of Hydra and OmegaConf (``omegaconf._`` covers _utils, _impl, _yaml...).
+PRIVATE_MODULES = (
+    "hydra._internal", "hydra.grammar", "omegaconf._", "omegaconf.base", "omegaconf.grammar",
+    "omegaconf.vendor",
+)
+# A library's private code named in a string (a class path, a source file).
+PRIVATE_PATHS = ("hydra._internal", "hydra/_internal", "omegaconf._", "omegaconf/_")
+# Reading traceback frames (which function of a library raised, with which locals).
+FRAME_ATTRIBUTES = {"tb_frame", "f_locals", "f_globals", "f_code", "walk_tb", "walk_stack", "_getframe"}
+LIBRARIES = ("hydra", "omegaconf")
 
 
 def module_name(path: Path) -> str:
@@ -124,36 +136,125 @@ def test_no_import_cycle():
 PUBLIC_UNDERSCORED = {("os", "_exit")}
 
 
-def private_uses(tree: ast.Module) -> list[str]:
-    """Imports of private modules, and ``x._name`` / ``x.__dict__`` on anything but ``self``/``cls``."""
-    found = [f"import {name}" for name in imported_names(tree) if name.startswith(PRIVATE_MODULES)]
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of the docstring nodes of ``tree`` (text for readers, not a use)."""
+    found = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def private_uses(tree: ast.Module) -> list[str]:
+    """Imports of private modules; ``x._name`` / ``x.__dict__`` on anything but ``self``/``cls``; a string
+    naming a library's private code; a traceback frame read."""
+    found = [f"import {name}" for name in imported_names(tree) if name.startswith(PRIVATE_MODULES)]
+    docstrings = _docstrings(tree)
+    for node in ast.walk(tree):
+        text = node.value if isinstance(node, ast.Constant) and id(node) not in docstrings else None
+        if isinstance(text, str) and any(path in text for path in PRIVATE_PATHS):
+            found.append(f"line {node.lineno}: string {text!r}")
         if not isinstance(node, ast.Attribute):
             continue
         owner = node.value.id if isinstance(node.value, ast.Name) else None
         private = node.attr.startswith("_") and not node.attr.startswith("__") or node.attr == "__dict__"
         if private and owner not in ("self", "cls", "super") and (owner, node.attr) not in PUBLIC_UNDERSCORED:
             found.append(f"line {node.lineno}: .{node.attr}")
+        elif node.attr in FRAME_ATTRIBUTES:
+            found.append(f"line {node.lineno}: .{node.attr} (a traceback frame)")
     return found
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith(ADAPTERS)))
-def test_only_the_adapter_touches_private_hydra_and_omegaconf_api(module):
+def library_privates(cls: type) -> set[str]:
+    """The private names (``_x``, not dunder) the Hydra and OmegaConf classes ``cls`` derives from define."""
+    names: set[str] = set()
+    for base in cls.__mro__[1:]:
+        if base.__module__.split(".")[0] in LIBRARIES:
+            names.update(n for n in vars(base) if n.startswith("_") and not n.startswith("__"))
+    return names
+
+
+def hook_uses(tree: ast.Module, namespace: dict[str, object]) -> list[str]:
+    """In each class of ``tree`` (the classes themselves in ``namespace``, by name) that derives from a
+    Hydra or OmegaConf class: a method overriding a private of the library's, and ``self._x`` /
+    ``super()._x`` / ``cls._x`` naming one."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef) or not isinstance(namespace.get(node.name), type):
+            continue
+        privates = library_privates(namespace[node.name])  # type: ignore[arg-type]
+        if not privates:
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.FunctionDef) and inner.name in privates:
+                found.append(f"{node.name}: overrides {inner.name}")
+            elif isinstance(inner, ast.Attribute) and inner.attr in privates:
+                found.append(f"{node.name}, line {inner.lineno}: uses .{inner.attr}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith(SEAM)))
+def test_only_the_compatibility_seam_touches_private_hydra_and_omegaconf_api(module):
     assert private_uses(trees()[module]) == []
 
 
-@pytest.mark.parametrize("adapter", ADAPTERS)
-def test_each_adapter_half_says_which_private_symbols_it_uses(adapter):
-    folder = PACKAGE / adapter.split(".")[1]
-    docstring = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
-    for name, tree in trees().items():
-        if not name.startswith(adapter):
-            continue
-        for use in private_uses(tree):
-            symbol = use.rsplit(".", 1)[-1] if use.startswith("line") else use.split()[-1]
-            if symbol.startswith("hydra._internal") or symbol.startswith("omegaconf._"):
-                symbol = symbol.rsplit(".", 1)[-1]
-            assert symbol in docstring, f"{name} uses {use}, which {adapter}'s docstring does not list"
+# verl_prelaunch runs in verl's Python (it imports verl): read, never imported here.
+IMPORTABLE = sorted(m for m in MODULES if not m.startswith(SEAM) and m != "verl_roles.verl_prelaunch")
+
+
+@pytest.mark.parametrize("module", IMPORTABLE)
+def test_no_class_outside_the_seam_overrides_or_calls_a_library_private(module):
+    """A subclass of a Hydra or OmegaConf class (directly, or through a base of the seam) overrides and
+    calls only public names: the seam names each private hook."""
+    imported = importlib.import_module(module)
+    assert hook_uses(trees()[module], vars(imported)) == []
+
+
+PLANTED = """
+from omegaconf._yaml import get_yaml_loader
+import hydra._internal.utils
+from omegaconf.vendor.antlr4 import Token
+SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+def content(node):
+    return node.__dict__["_content"], node._get_node("a"), error.__traceback__.tb_frame.f_locals
+"""
+
+
+def test_the_private_check_fails_on_a_planted_use():
+    found = private_uses(ast.parse(PLANTED))
+    assert sorted(found) == sorted([
+        "import omegaconf._yaml", "import omegaconf._yaml.get_yaml_loader", "import hydra._internal.utils",
+        "import omegaconf.vendor.antlr4", "import omegaconf.vendor.antlr4.Token",
+        "line 5: string 'hydra._internal.core_plugins.basic_sweeper.BasicSweeper'",
+        "line 8: .__dict__", "line 8: ._get_node", "line 8: .tb_frame (a traceback frame)",
+        "line 8: .f_locals (a traceback frame)",
+    ])
+
+
+PLANTED_HOOKS = """
+from verl_roles.compat.hydra import LoaderBase
+
+class Loader(LoaderBase):
+    def _load_single_config(self, default, repo):
+        return super()._load_single_config(default, repo)
+
+    def compose_defaults(self, defaults, repo):
+        self._process_config_searchpath(None, [], repo)
+        return self.hydra_compose_defaults(defaults, repo)
+"""
+
+
+def test_the_hook_check_fails_on_a_planted_override():
+    namespace: dict[str, object] = {}
+    exec(compile(PLANTED_HOOKS, "<planted>", "exec"), namespace)  # noqa: S102 - our own text
+    assert hook_uses(ast.parse(PLANTED_HOOKS), namespace) == [
+        "Loader: overrides _load_single_config",
+        "Loader, line 6: uses ._load_single_config",
+        "Loader, line 9: uses ._process_config_searchpath",
+    ]
 
 
 def test_verls_checks_import_only_what_verls_python_has():

@@ -68,21 +68,22 @@ megatron:
     )
     cfg = compose_with(path)
     actor, critic = cfg.actor_rollout_ref.actor, cfg.critic
-    expected = {
-        (actor.optim, "lr"): 1e-6,
-        (actor.optim, "lr_warmup_steps"): 10,
-        (actor.megatron, "use_distributed_optimizer"): False,
-        (actor.megatron, "dist_checkpointing_path"): "/ckpt/actor",
-        (critic.optim, "lr"): 1e-5,
-        (critic.optim, "min_lr"): 0.0,
-        (critic.optim, "clip_grad"): 2.0,
-        (critic.optim, "use_checkpoint_opt_param_scheduler"): True,
-        (critic.megatron.override_transformer_config, "recompute_granularity"): "full",
-        (critic.megatron.override_transformer_config, "recompute_num_layers"): 4,
-        (critic.megatron, "expert_tensor_parallel_size"): None,
-        (critic.megatron, "use_distributed_optimizer"): True,
-    }
-    for (node, key), value in expected.items():
+    # (section, key) -> value as pairs: a config section is not hashable (OmegaConf 2.4).
+    expected = [
+        ((actor.optim, "lr"), 1e-6),
+        ((actor.optim, "lr_warmup_steps"), 10),
+        ((actor.megatron, "use_distributed_optimizer"), False),
+        ((actor.megatron, "dist_checkpointing_path"), "/ckpt/actor"),
+        ((critic.optim, "lr"), 1e-5),
+        ((critic.optim, "min_lr"), 0.0),
+        ((critic.optim, "clip_grad"), 2.0),
+        ((critic.optim, "use_checkpoint_opt_param_scheduler"), True),
+        ((critic.megatron.override_transformer_config, "recompute_granularity"), "full"),
+        ((critic.megatron.override_transformer_config, "recompute_num_layers"), 4),
+        ((critic.megatron, "expert_tensor_parallel_size"), None),
+        ((critic.megatron, "use_distributed_optimizer"), True),
+    ]
+    for (node, key), value in expected:
         assert node[key] == value and type(node[key]) is type(value), (key, node[key])
     assert list(actor.optim.betas) == [0.9, 0.95]
     assert list(critic.optim.betas) == [0.9, 0.999]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from verl_roles.compat import HYDRA_INFO_TOPICS
 from verl_roles.layout import PRIMARY_CONFIG
 
 NO_VALUE, REQUIRED, OPTIONAL = "none", "required", "optional"
@@ -67,9 +68,7 @@ CONFIG_DIR = FlagSpec(
     help="a folder of your own config files, searched next to verl_roles' conf/",
 )
 EXPERIMENTAL_RERUN = FlagSpec(("--experimental-rerun",), REQUIRED)
-INFO = FlagSpec(
-    ("--info", "-i"), OPTIONAL, ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath"), "all"
-)
+INFO = FlagSpec(("--info", "-i"), OPTIONAL, HYDRA_INFO_TOPICS, "all")
 
 # Every flag of a Hydra app's command line (hydra/_internal/utils.py: get_args_parser).
 HYDRA_FLAGS: tuple[FlagSpec, ...] = (

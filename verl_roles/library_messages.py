@@ -17,23 +17,12 @@ from collections.abc import Callable
 from omegaconf.errors import ConfigTypeError, KeyValidationError, UnsupportedValueType
 
 from verl_roles.cmdline import CommandLine
+from verl_roles.compat import messages as texts
 from verl_roles.errors import Problem, one_paragraph
 from verl_roles.sweep_grid import hydra_setting_sweep
 
 # Hydra's texts for what only a multirun runs (a sweep in a run without -m): the override is in them.
-_SWEEP_IN_A_RUN = (
-    re.compile(r"Sweep parameters '([^']+)' requires --multirun"),
-    re.compile(r"Ambiguous value for argument '([^']+)'"),
-)
-_FORCED_GROUP = re.compile(r"force-add of config groups is not supported: '([^']+)'")
-_GROUP_TWICE = re.compile(
-    r"Multiple values for ([^ .]+(?:/[^ .]+)*)\. To override a value use 'override ([^']+)'")
-_HYDRA_SWEEP = re.compile(r"Sweeping over Hydra's configuration is not supported : '([^']+)'")
-_SEARCHPATH_OUTSIDE = re.compile(
-    r"In '([^']+)': Overriding hydra\.searchpath is only supported from the primary")
-_NOTHING_TO_REMOVE = re.compile(r"Could not delete '([^']+)'\. No match in the defaults list")
-_MERGE_SHAPES = re.compile(
-    r"In '([^']+)': ConfigTypeError raised while composing config:?\s*(.*?)(?: full_key:|$)")
+_SWEEP_IN_A_RUN = (texts.SWEEP_IN_A_RUN, texts.AMBIGUOUS_VALUE)
 
 
 def sweep_in_a_run(text: str) -> Problem:
@@ -110,12 +99,12 @@ def _merge_shapes(match: re.Match[str], command: CommandLine) -> Problem:
 
 
 _SHAPES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], CommandLine], Problem]], ...] = (
-    (_FORCED_GROUP, _forced_group),
-    (_GROUP_TWICE, _group_twice),
-    (_HYDRA_SWEEP, _hydra_sweep),
-    (_SEARCHPATH_OUTSIDE, _searchpath_outside),
-    (_MERGE_SHAPES, _merge_shapes),
-    (_NOTHING_TO_REMOVE, _nothing_to_remove),
+    (texts.FORCED_GROUP, _forced_group),
+    (texts.GROUP_TWICE, _group_twice),
+    (texts.HYDRA_SWEEP, _hydra_sweep),
+    (texts.SEARCHPATH_OUTSIDE, _searchpath_outside),
+    (texts.MERGE_SHAPES, _merge_shapes),
+    (texts.NOTHING_TO_REMOVE, _nothing_to_remove),
 )
 
 
@@ -123,7 +112,7 @@ def innermost_problem(chain: list[BaseException], command: CommandLine) -> Probl
     """A problem for an error no shape matched: the innermost message of the chain that says something,
     at the innermost key any link names, with a fix for the kinds of value a config cannot hold."""
     key = next((str(k) for link in reversed(chain) if (k := getattr(link, "full_key", None))), "") or "config"
-    said = [one_paragraph(str(getattr(link, "msg", None) or link)).split(" full_key:")[0] for link in chain]
+    said = [texts.without_key_suffix(one_paragraph(texts.own_text(link))) for link in chain]
     message = next((text for text in reversed(said) if text.strip(" .")), type(chain[-1]).__name__)
     if any(isinstance(link, UnsupportedValueType) for link in chain):
         fix = ("write a plain value: text, a number, true/false, null, a list or a mapping (a YAML tag such "

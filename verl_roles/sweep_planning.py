@@ -24,6 +24,7 @@ from verl_roles.api import (
     split_hydra,
 )
 from verl_roles.cmdline import CommandLine
+from verl_roles.compat import hydra as hydra_compat
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.legacy import read_command_line
 from verl_roles.notices import ConfigWarning
@@ -197,7 +198,7 @@ def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
 
 
 # The sweeper whose jobs verl_roles plans: Hydra's basic sweeper (a cartesian product of the overrides).
-BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+BASIC_SWEEPER = hydra_compat.BASIC_SWEEPER
 
 
 def _grid(command: CommandLine, master: DictConfig) -> tuple[CommandLine, dict[str, str]]:

@@ -5,9 +5,10 @@ down). ``tests/test_layers.py`` reads this map: it fails on an upward import, on
 module the map does not place, and on an import of the composition tier from anywhere but the API.
 
 - **foundation**: the words and tables everything uses (errors, notices, the layout of engines and
-  roles, the verl release seam, file limits); imports nothing of verl_roles above itself. Also
-  ``verl_prelaunch``, verl's own pre-Ray checks, which runs in verl's Python and imports nothing of
-  verl_roles at all.
+  roles, the verl release seam, file limits), and the compatibility seam with Hydra and OmegaConf
+  (:mod:`verl_roles.compat`, the only code that touches their private API); imports nothing of
+  verl_roles above itself. Also ``verl_prelaunch``, verl's own pre-Ray checks, which runs in verl's
+  Python and imports nothing of verl_roles at all.
 - **values**: the lower half of the Hydra adapter: OmegaConf node internals, the one YAML dialect,
   Hydra's override text (:mod:`verl_roles.omegaconf_adapter`).
 - **core**: the command-line model, the gate, the pipeline steps, the rules, the schema, wording and
@@ -27,9 +28,9 @@ TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "foundation",
         (
-            "errors", "inert_table", "installation", "key_docs", "layout", "limits", "notices", "own_types",
-            "passed_on", "program", "releases", "suggest", "text_table", "tiers", "verl_differences",
-            "verl_prelaunch",
+            "compat", "errors", "inert_table", "installation", "key_docs", "layout", "limits", "notices",
+            "own_types", "passed_on", "program", "releases", "suggest", "text_table", "tiers",
+            "verl_differences", "verl_prelaunch",
         ),
     ),
     ("values", ("omegaconf_adapter",)),

@@ -10,7 +10,6 @@ a config that composes.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -36,6 +35,7 @@ from omegaconf.errors import (
 
 from verl_roles import releases
 from verl_roles.cmdline import CommandLine
+from verl_roles.compat import messages as texts
 from verl_roles.config_tree import is_internal_group
 from verl_roles.errors import (
     ConfigError,
@@ -103,31 +103,7 @@ def _command_origin_first(problem: Problem, command: CommandLine) -> Problem:
 # Hydra chains) wherever Hydra and OmegaConf give them. A regex reads a message only where the library
 # has nothing typed for what we need; each says so.
 
-# Hydra raises a bare ConfigCompositionException for `+key=...` on an existing key: the key is only in
-# the text.
-_ALREADY_THERE = re.compile(r"Could not append to config\. An item is already at '([^']+)'")
-# Hydra raises a bare ConfigCompositionException for `~key` on a missing key: the key is only in the text.
-_NOTHING_TO_DELETE = re.compile(r"Could not delete from config\. '([^']+)' does not exist")
-# Hydra's MissingConfigException names the missing entry (missing_cfg_file), the file whose defaults
-# list names it only in the text.
-_DEFAULTS_OF = re.compile(r"In '([^']+)': Could not load '")
-# OmegaConf's InterpolationKeyError has the key holding the interpolation (full_key); the key it refers
-# to is only in the text.
-_INTERPOLATION_KEY = re.compile(r"Interpolation key '([^']+)' not found")
-# OmegaConf's UnsupportedInterpolationType does not name the resolver but in the text.
-_RESOLVER = re.compile(r"Unsupported interpolation type (\S+)")
-# OmegaConf raises a plain InterpolationResolutionError for these three (the last wraps a resolver's own
-# GrammarParseError, e.g. oc.decode's); only the text tells them apart.
-_RECURSIVE = re.compile(r"Recursive interpolation detected")
-_ENV_UNSET = re.compile(r"Environment variable '([^']+)' not found")
-_RESOLVER_GRAMMAR = re.compile(
-    r"GrammarParseError raised while resolving interpolation: (.*?)(?: full_key:|$)"
-)
-# Hydra's `${hydra:...}` resolver raises a plain ValueError outside a running Hydra job.
-_HYDRA_RESOLVER = re.compile(r"HydraConfig was not set")
-# Hydra's defaults list raises a bare ConfigCompositionException for a group choice it cannot place
-# (`actor=megatron`: a group no defaults list names at the top level); the group is only in the text.
-_GROUP_NOT_PLACED = re.compile(r"Could not override '([^']+)'\. Did you mean to override")
+# (Each library text we read is a pattern of verl_roles.compat.messages, with what carries it.)
 
 
 def _chain(error: BaseException) -> list[BaseException]:
@@ -162,9 +138,9 @@ def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | 
                       fix="pass the folder that holds your config files (it must exist)")
     elif (key := _not_in_struct(error, command)) is not None:
         yield _unknown_key_problem(key, command, key_paths)
-    elif match := _GROUP_NOT_PLACED.search(text):
+    elif match := texts.GROUP_NOT_PLACED.search(text):
         yield _unknown_key_problem(match.group(1), command, key_paths)
-    elif match := _ALREADY_THERE.search(text):
+    elif match := texts.ALREADY_THERE.search(text):
         key = match.group(1)
         override = command.override_for(key)
         value = override.value_element_text() if override is not None else "VALUE"
@@ -174,7 +150,7 @@ def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | 
             origin=command.origin_of(key),
             fix=f"drop the `+`: write `{key}={value}` (or `++{key}={value}` to add-or-override)",
         )
-    elif match := _NOTHING_TO_DELETE.search(text):
+    elif match := texts.NOTHING_TO_DELETE.search(text):
         key = match.group(1)
         yield unknown_key(key, because=f"`~{key}` has nothing to delete", origin=command.origin_of(key),
                           fix=f"drop the `~{key}` override (`verl-roles keys` lists the keys)")
@@ -218,7 +194,7 @@ def _missing_config_problem(error: MissingConfigException, command: CommandLine,
             "--config-dir",
             origin=command.origin_of("--config-name"),
         )
-    match = _DEFAULTS_OF.search(text)
+    match = texts.DEFAULTS_OF.search(text)
     return Problem(
         key=f"{match.group(1)}.yaml" if match else "a defaults list",
         message=f"its defaults list names `{error.missing_cfg_file}`, which is no config of conf/ or of your "
@@ -234,29 +210,29 @@ def _resolution_problem(error: BaseException, command: CommandLine) -> Problem:
     """An interpolation OmegaConf could not resolve (its ``full_key`` is the key that holds it)."""
     text = one_paragraph(str(getattr(error, "msg", None) or error))
     if isinstance(error, UnsupportedInterpolationType):
-        match = _RESOLVER.search(text)
+        match = texts.RESOLVER.search(text)
         name = match.group(1) if match else "?"
         return _at_key(error, command, f"uses the resolver `{name}`, which does not exist",
                        "use a resolver OmegaConf or Hydra registers (oc.env, oc.select, oc.decode, "
                        "oc.create, now, ...), or a plain `${key}` reference")
-    if _RECURSIVE.search(text):
+    if texts.RECURSIVE.search(text):
         return _at_key(error, command, "refers to itself, directly or through the keys it refers to",
                        "give one of those keys a plain value, or point the interpolation at a key that does "
                        "not lead back")
-    if match := _RESOLVER_GRAMMAR.search(text):
+    if match := texts.RESOLVER_GRAMMAR.search(text):
         return _at_key(error, command, f"holds an interpolation that does not parse ({match.group(1)})",
                        _GRAMMAR_FIX)
-    if match := _ENV_UNSET.search(text):
+    if match := texts.ENV_UNSET.search(text):
         name = match.group(1)
         return _at_key(error, command, f"reads the environment variable {name}, which is not set",
                        f"export {name} before the run, or give a default: `${{oc.env:{name},DEFAULT}}`")
-    if _HYDRA_RESOLVER.search(text):
+    if texts.HYDRA_RESOLVER.search(text):
         return _at_key(error, command, "uses Hydra's `${hydra:...}` resolver, which only a running Hydra "
                        "job answers; verl_roles resolves the config before Hydra runs (verl reads it "
                        "resolved)",
                        "write the value itself, or refer to a key of the config (`${trainer.project_name}`)")
     key = str(getattr(error, "full_key", None) or "config")
-    message = one_paragraph(text.split(" full_key:")[0])
+    message = one_paragraph(texts.without_key_suffix(text))
     origin = command.origin_of(key) or _typed_interpolations(command, key)
     return Problem(key=key, message=message, origin=origin,
                    fix=f"check the interpolation of {key}: `${{key}}` or `${{resolver:arg}}` giving a value "
@@ -477,7 +453,7 @@ def _unknown_group_problem(key: str, value: str, origin: str, knowledge: KeyKnow
 
 def _interpolation_problem(error: BaseException, command: CommandLine, key_paths: KeyPaths | None) -> Problem:
     key = str(getattr(error, "full_key", None) or "config")
-    match = _INTERPOLATION_KEY.search(str(error))
+    match = texts.INTERPOLATION_KEY.search(str(error))
     target = match.group(1) if match else "?"
     guess = KeyKnowledge(command, key_paths).closest(target)
     return unknown_key(

@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import os
 import threading
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from hydra._internal import hydra as hydra_internal
-from hydra._internal.utils import _run_hydra, get_args_parser
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.utils import JobReturn
 from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from verl_roles.compat import hydra as hydra_compat
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.errors import ConfigError, Problem, one_paragraph
 from verl_roles.hydra_adapter.compose import version_base_1_3
@@ -40,31 +38,35 @@ from verl_roles.layout import PRIMARY_CONFIG
 TaskFunction = Callable[[DictConfig], object]
 
 
-class _LoaderFactory:
-    """Builds the app's loader where Hydra builds its own (one per app run), serving ``served``."""
+class _AppLoader(ConfigLoader):
+    """The app's loader, built where Hydra builds its own (one per app run), serving what the run being
+    started composed. A class (Hydra 1.4 reads the class it builds from as a class), at the module's top
+    level (launchers pickle the loader to their workers)."""
 
-    def __init__(self, served: Served | None) -> None:
-        self.served = served
-
-    def __call__(self, config_search_path: ConfigSearchPath) -> ConfigLoader:
-        loader = ConfigLoader(config_search_path)
-        if self.served is not None:
-            loader.serve(self.served)
-        return loader
+    def __init__(self, config_search_path: ConfigSearchPath) -> None:
+        super().__init__(config_search_path)
+        served = _STARTING.served
+        if served is not None:
+            self.serve(served)
 
 
-_SWAP_LOCK = threading.Lock()
+class _Starting(threading.local):
+    """What the app run being started in this thread serves (None: Hydra composes)."""
+
+    served: Served | None = None
+
+
+_STARTING = _Starting()
 
 
 @contextmanager
-def _hydra_builds_loaders_with(factory: _LoaderFactory) -> Iterator[None]:
-    with _SWAP_LOCK:
-        saved = hydra_internal.ConfigLoaderImpl
-        hydra_internal.ConfigLoaderImpl = factory  # type: ignore[misc, assignment]
-        try:
+def _hydra_builds_loaders_serving(served: Served | None) -> Iterator[None]:
+    _STARTING.served = served
+    try:
+        with hydra_compat.app_loader_class(_AppLoader):
             yield
-        finally:
-            hydra_internal.ConfigLoaderImpl = saved  # type: ignore[misc]
+    finally:
+        _STARTING.served = None
 
 
 _FULL_ERROR = "HYDRA_FULL_ERROR"
@@ -94,14 +96,13 @@ def run_app(task: TaskFunction, argv: Sequence[str], served: Served | None = Non
     Hydra's usage, as in any Hydra app. ``--experimental-rerun`` (which unpickles a previous run's file)
     is the caller's to refuse.
     """
-    parser = get_args_parser()
+    parser = hydra_compat.args_parser()
     args = parser.parse_args(list(argv))
     if args.experimental_rerun is not None:
         raise ValueError("--experimental-rerun is not supported: it unpickles a file")
-    factory = _LoaderFactory(served)
     try:
-        with version_base_1_3(), _hydra_builds_loaders_with(factory), _hydra_raises():
-            _run_hydra(
+        with version_base_1_3(), _hydra_builds_loaders_serving(served), _hydra_raises():
+            hydra_compat.run_hydra(
                 args=args,
                 args_parser=parser,
                 task_function=task,
@@ -117,19 +118,6 @@ def run_app(task: TaskFunction, argv: Sequence[str], served: Served | None = Non
         raise ConfigError([problem]) from error
 
 
-# Code of Hydra and its plugins, by file, and the settings of the user's that reach it: an exception it
-# raises (its own checks, or a library it hands the settings to) is about those settings.
-_COMPONENTS: tuple[tuple[str, str, str], ...] = (
-    ("logging/config.py", "hydra.job_logging / hydra.hydra_logging", "Python's logging (set up by Hydra)"),
-    ("hydra_plugins/hydra_joblib_launcher", "hydra.launcher", "the joblib launcher"),
-    ("joblib/", "hydra.launcher", "joblib (the joblib launcher)"),
-    ("hydra_plugins/hydra_submitit_launcher", "hydra.launcher", "the submitit launcher"),
-    ("submitit/", "hydra.launcher", "submitit (the submitit launcher)"),
-    ("hydra/_internal/core_plugins/basic_sweeper.py", "hydra.sweeper", "Hydra's basic sweeper"),
-    ("hydra/_internal/core_plugins/basic_launcher.py", "hydra.launcher", "Hydra's basic launcher"),
-    ("hydra/_internal/utils.py", "the command line", "Hydra's command line"),
-    ("hydra/_internal/hydra.py", "the command line", "Hydra"),
-)
 _OURS = str(Path(__file__).resolve().parent.parent)
 
 
@@ -137,25 +125,20 @@ def refused_setting(error: BaseException) -> Problem | None:
     """A problem for an exception Hydra, a plugin or a library they hand the user's settings to raised
     (an unknown logging level, ``n_jobs=0``, two flags that exclude each other), named by the settings
     that reach that code; None when the innermost frame is ours (a bug of verl_roles)."""
-    frames = [frame.f_code.co_filename for frame, _ in traceback.walk_tb(error.__traceback__)]
-    if not frames or os.path.realpath(frames[-1]).startswith(_OURS):
+    raised_by = hydra_compat.component_that_raised(error, _OURS)
+    if raised_by is None:
         return None
-    for filename in reversed(frames):
-        if os.path.realpath(filename).startswith(_OURS):
-            return None
-        for part, settings, component in _COMPONENTS:
-            if part in filename.replace(os.sep, "/"):
-                text = one_paragraph(str(error)) or type(error).__name__
-                them = "it" if settings == "the command line" else "them"
-                return Problem(
-                    key=settings,
-                    message=f"{component} refused {them}: {type(error).__name__}: {text}",
-                    fix="correct the setting it names (`python -m verl_roles.main --cfg hydra` shows Hydra's "
-                    "settings; `--hydra-help` the flags)",
-                )
-    return None
+    settings, component = raised_by
+    text = one_paragraph(str(error)) or type(error).__name__
+    them = "it" if settings == "the command line" else "them"
+    return Problem(
+        key=settings,
+        message=f"{component} refused {them}: {type(error).__name__}: {text}",
+        fix="correct the setting it names (`python -m verl_roles.main --cfg hydra` shows Hydra's "
+        "settings; `--hydra-help` the flags)",
+    )
 
 
 def job_outcome(job_return: JobReturn) -> object:
     """A finished job's return value (its exception when it raised), read without Hydra's re-raise."""
-    return job_return._return_value
+    return hydra_compat.job_outcome(job_return)

@@ -17,7 +17,6 @@ such as ``${now:...}`` (and with them the run directory), and reading a cache me
 
 from __future__ import annotations
 
-import copy
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -25,10 +24,6 @@ from contextlib import contextmanager
 from importlib import resources
 from typing import Any
 
-from hydra._internal import config_loader_impl
-from hydra._internal import defaults_list as hydra_defaults_list
-from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
-from hydra._internal.defaults_list import DefaultsList
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.default_element import ResultDefault
 from hydra.core.override_parser.types import Override
@@ -36,6 +31,14 @@ from hydra.plugins.config_source import ConfigResult, ConfigSource
 from omegaconf import DictConfig
 
 from verl_roles import gate
+from verl_roles.compat.hydra import (
+    CallRepositoryBase,
+    RepositoryBase,
+    chosen_groups,
+    defaults_list_with,
+    defaults_lists_built_by,
+    hydra_create_defaults_list,
+)
 from verl_roles.errors import ConfigError
 from verl_roles.hydra_adapter.sources import _PACKAGE_FILES, FAST_SOURCES
 
@@ -79,7 +82,7 @@ class SourcesCache:
         self.watched: dict[str, Stamp] = {}
         self.files: dict[str, ConfigResult | None] = {}
         self.groups: dict[str, bool] = {}
-        self.defaults: dict[tuple[Any, ...], DefaultsList] = {}
+        self.defaults: dict[tuple[Any, ...], Any] = {}  # Hydra's DefaultsList, by group choices
         self.composed: dict[tuple[tuple[Any, ...], ...], bytes | DictConfig] = {}
 
     def watch_file(self, config_path: str) -> None:
@@ -129,35 +132,28 @@ def clear_caches() -> None:
         _PACKAGE_FILES.clear()
 
 
-class CachedRepository(ConfigRepository):
+class CachedRepository(RepositoryBase):
     """Hydra's config repository, reading files through the fast sources and the file cache.
 
     Results are shared between calls and only read to build the defaults list; a composition takes
-    them over and removes them from the cache (see
-    :meth:`MemoizingConfigLoader._compose_config_from_defaults_list`). The cache lives outside the
-    instance because Hydra copies its repository on every call.
+    them over and removes them from the cache (see ``ConfigLoader.compose_defaults`` in
+    :mod:`verl_roles.hydra_adapter.loader`). The cache lives outside the instance because Hydra copies its
+    repository on every call.
     """
 
-    def initialize_sources(self, config_search_path: ConfigSearchPath) -> None:
+    def check_search_path(self, config_search_path: ConfigSearchPath) -> None:
         # Every config source of every composition is made here: an entry whose reading would run code
         # (a pkg:// package not loaded yet) is refused before it is touched, whatever named it.
         problems = gate.search_path_problems([str(e.path) for e in config_search_path.get_path()])
         if problems:
             raise ConfigError(problems)
-        super().initialize_sources(config_search_path)
-        elements = config_search_path.get_path()
-        self.sources = [
-            self._fast(source, element.provider, element.path)
-            for source, element in zip(self.sources, elements, strict=True)
-        ]
 
-    @staticmethod
-    def _fast(source: ConfigSource, provider: Any, path: Any) -> ConfigSource:
+    def source_for(self, source: ConfigSource, provider: Any, path: Any) -> ConfigSource:
         fast = FAST_SOURCES.get(source.scheme())
         return source if fast is None else fast(provider, path)
 
     def load_config(self, config_path: str) -> ConfigResult | None:
-        cache = cache_for(self.sources)
+        cache = cache_for(self.get_sources())
         if config_path in cache.files:
             return cache.files[config_path]
         cache.watch_file(config_path)
@@ -166,26 +162,21 @@ class CachedRepository(ConfigRepository):
         return result
 
 
-class CallRepository(CachingConfigRepository):
+class CallRepository(CallRepositoryBase):
     """Hydra's per-call repository over :class:`CachedRepository`, marking a call of our loader.
 
     Hydra deep-copies the repository it wraps on every call; ours holds only its sources (which are
     never mutated, only replaced), so a shallow copy is enough. Group lookups are cached like files.
     """
 
-    def __init__(self, delegate: CachedRepository):
-        self.delegate = copy.copy(delegate)
-        self.cache = {}
-
     def group_exists(self, config_path: str) -> bool:
         cache = cache_for(self.get_sources())
         if config_path not in cache.groups:
             cache.watch_group(config_path)
-            cache.groups[config_path] = self.delegate.group_exists(config_path)
+            cache.groups[config_path] = self.wrapped.group_exists(config_path)
         return cache.groups[config_path]
 
 
-_HYDRA_CREATE_DEFAULTS_LIST = config_loader_impl.create_defaults_list
 
 # A group whose option is `???`, as Hydra records it among the choices when it skips the group.
 _MISSING_CHOICE = "???"
@@ -197,7 +188,7 @@ def memoized_create_defaults_list(
     overrides_list: list[Override],
     prepend_hydra: bool,
     skip_missing: bool,
-) -> DefaultsList:
+) -> Any:
     """Hydra's ``create_defaults_list``, memoized on the group choices of the command line.
 
     Hydra sorts an override into the defaults list when its key names a config group and its value
@@ -210,7 +201,7 @@ def memoized_create_defaults_list(
     so a run's second composition reuses its first.
     """
     if not isinstance(repo, CallRepository):
-        return _HYDRA_CREATE_DEFAULTS_LIST(repo, config_name, overrides_list, prepend_hydra, skip_missing)
+        return hydra_create_defaults_list(repo, config_name, overrides_list, prepend_hydra, skip_missing)
     group_overrides: list[Override] = []
     value_overrides: list[Override] = []
     for override in overrides_list:
@@ -225,55 +216,20 @@ def memoized_create_defaults_list(
     keys = [(*inputs, "either"), (*inputs, skip_missing)]
     memo = next((cache.defaults[key] for key in keys if key in cache.defaults), None)
     if memo is None:
-        memo = _HYDRA_CREATE_DEFAULTS_LIST(repo, config_name, group_overrides, prepend_hydra, skip_missing)
+        memo = hydra_create_defaults_list(repo, config_name, group_overrides, prepend_hydra, skip_missing)
         # A group left at `???` was skipped: the list is only right in this mode.
-        skipped = _MISSING_CHOICE in memo.overrides.known_choices.values()
+        skipped = _MISSING_CHOICE in chosen_groups(memo).values()
         cache.defaults[keys[1] if skipped else keys[0]] = memo
-    return DefaultsList(
-        defaults=memo.defaults,
-        config_overrides=value_overrides,
-        defaults_tree=memo.defaults_tree,
-        overrides=memo.overrides,
-    )
-
-
-_HYDRA_INTERPOLATION_MAP = hydra_defaults_list._create_interpolation_map
-
-
-def interpolation_map_when_used(overrides: Any, defaults: list[Any], self_added: bool) -> Any:
-    """Hydra's map of the group choices an interpolated default is resolved with (``${model_engine}`` in
-    a defaults list), built only for a defaults list that has such a default.
-
-    Hydra builds the map (an OmegaConf config of every choice known so far and the whole defaults list)
-    for every config of the tree, and reads it only for the defaults of that config's list that are
-    interpolations; building it ~50 times per composition was ~5% of a cold run. None otherwise
-    (nothing reads it then)."""
-    if any(default.is_interpolation() for default in defaults):
-        return _HYDRA_INTERPOLATION_MAP(overrides, defaults, self_added)
-    return None
-
-
-_SWAP_LOCK = threading.RLock()
+    return defaults_list_with(memo, value_overrides)
 
 
 @contextmanager
 def defaults_list_memo() -> Iterator[None]:
-    """Route Hydra's loader to :func:`memoized_create_defaults_list` (and Hydra's defaults tree to
-    :func:`interpolation_map_when_used`) for one call.
-
-    The function only memoizes for our per-call repository and hands every other caller to Hydra's
-    own function unchanged; both are put back when the call returns.
-    """
-    with _SWAP_LOCK:
-        saved = config_loader_impl.create_defaults_list
-        saved_map = hydra_defaults_list._create_interpolation_map
-        config_loader_impl.create_defaults_list = memoized_create_defaults_list
-        hydra_defaults_list._create_interpolation_map = interpolation_map_when_used
-        try:
-            yield
-        finally:
-            config_loader_impl.create_defaults_list = saved
-            hydra_defaults_list._create_interpolation_map = saved_map
+    """Route Hydra's loader to :func:`memoized_create_defaults_list` for one call (put back when it
+    returns). The function only memoizes for our per-call repository and hands every other caller to
+    Hydra's own function unchanged."""
+    with defaults_lists_built_by(memoized_create_defaults_list):
+        yield
 
 
 def defaults_key(defaults: Sequence[ResultDefault]) -> tuple[tuple[Any, ...], ...]:

@@ -17,16 +17,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hydra import version as hydra_version
-from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
 from hydra.core.plugins import Plugins
 from hydra.core.utils import JobRuntime, setup_globals
 from hydra.types import RunMode
-from hydra.version import VersionBase
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_roles import paths, releases
+from verl_roles.compat.hydra import current_version_base, search_path_of
 from verl_roles.config_tree import CONF_DIR
 from verl_roles.hydra_adapter.caches import defaults_list_memo
 from verl_roles.hydra_adapter.loader import ConfigLoader
@@ -43,7 +41,7 @@ _COMPOSE_LOCK = threading.Lock()
 def search_path(config_dir: str | None = None) -> ConfigSearchPath:
     """Hydra's search path of our config tree, with ``config_dir`` where ``@hydra.main`` puts a
     ``--config-dir`` (after conf/, before the structured configs)."""
-    path = create_config_search_path(str(CONF_DIR))
+    path = search_path_of(str(CONF_DIR))
     if config_dir is not None:
         anchor = SearchPathQuery(provider="schema")
         path.prepend(provider="command-line", path=f"file://{config_dir}", anchor=anchor)
@@ -59,16 +57,8 @@ def _private_loader(config_dir: str | None) -> ConfigLoader:
     return loader
 
 
-@contextmanager
-def version_base_1_3() -> Iterator[None]:
-    """Hydra's behaviour for ``version_base=None`` during one call; the caller's setting is put back."""
-    version_base = VersionBase.instance()
-    saved = version_base.version_base
-    hydra_version.setbase(None)  # what @hydra.main(version_base=None) does
-    try:
-        yield
-    finally:
-        version_base.version_base = saved
+# Hydra's behaviour for ``version_base=None`` during one call; the caller's setting is put back.
+version_base_1_3 = current_version_base
 
 
 def compose_raw(config_name: str, overrides: Sequence[str], config_dir: str | None = None) -> DictConfig:
@@ -204,7 +194,7 @@ def defaults_layers(
     """
     with _COMPOSE_LOCK, version_base_1_3(), defaults_list_memo():
         loader = _private_loader(config_dir)
-        _, repo = loader._parse_overrides_and_create_caching_repo(config_name, list(overrides))
+        _, repo = loader.parse_overrides_and_make_repo(config_name, list(overrides))
         defaults = loader.compute_defaults_list(config_name, list(overrides), RunMode.RUN)
         loader.use_layer_of(defaults.defaults)
         layers = []
@@ -215,7 +205,7 @@ def defaults_layers(
                 cached = repo.load_config(config_path=default.config_path)
                 if cached is None or not from_source(cached.path):
                     continue
-            loaded = loader._load_single_config(default=default, repo=repo)
+            loaded = loader.load_one(default, repo)
             config = loaded.config
             if config is repo.load_config(config_path=default.config_path).config:
                 # Mounted at the top level, the cached file itself: a copy (elsewhere Hydra copied it).

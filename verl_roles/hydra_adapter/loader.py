@@ -1,6 +1,7 @@
 """Composition through Hydra's own loader: fast, gated, and isolated from any Hydra state of the caller.
 
-:class:`ConfigLoader` is Hydra's ``ConfigLoaderImpl`` with
+:class:`ConfigLoader` is Hydra's ``ConfigLoaderImpl`` (through :class:`verl_roles.compat.hydra.LoaderBase`,
+which names the hooks it overrides) with
 
 - the caches of :mod:`verl_roles.hydra_adapter.caches` (each file parsed once, one defaults list per
   set of group choices, one merge per defaults list);
@@ -21,12 +22,11 @@ from __future__ import annotations
 import copy
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import cache
 from typing import Any
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.default_element import ResultDefault
 from hydra.core.object_type import ObjectType
@@ -37,6 +37,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import containment, gate, releases
 from verl_roles.cmdline import hydra_parse
+from verl_roles.compat.hydra import LoaderBase, override_applied_when
 from verl_roles.config_tree import is_internal_group
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.hydra_adapter import plain_compose
@@ -56,12 +57,12 @@ from verl_roles.hydra_adapter.user_files import overridden_values, shadowed_file
 Catalog = frozenset[tuple[str, str]]
 
 
-class ConfigLoader(ConfigLoaderImpl):
+class ConfigLoader(LoaderBase):
     """Hydra's config loader with our caches and the gate (see the module docstring)."""
 
     def __init__(self, config_search_path: ConfigSearchPath) -> None:
-        super().__init__(config_search_path=config_search_path)
-        self.repository = CachedRepository(config_search_path=config_search_path)
+        super().__init__(config_search_path)
+        self.replace_repository(CachedRepository(config_search_path=config_search_path))
         # The code slots the shipped files of the last composition's defaults list hold, and the files
         # of a user's folder in it (package, path, content), to name where a refused value came from.
         self._catalog: Catalog = frozenset()
@@ -87,13 +88,8 @@ class ConfigLoader(ConfigLoaderImpl):
         state["served"] = None if self.served is None else self.served.for_worker()
         return state
 
-    def load_configuration(
-        self,
-        config_name: str | None,
-        overrides: list[str],
-        run_mode: RunMode,
-        from_shell: bool = True,
-        validate_sweep_overrides: bool = True,
+    def compose_run(
+        self, compose: Callable[[], DictConfig], config_name: str | None, run_mode: RunMode
     ) -> DictConfig:
         if self.served is not None:
             return self.served.config(run_mode)
@@ -102,8 +98,7 @@ class ConfigLoader(ConfigLoaderImpl):
             raise ConfigError([problem])
         self._catalog = frozenset()
         with defaults_list_memo():
-            cfg = super().load_configuration(
-                config_name, overrides, run_mode, from_shell, validate_sweep_overrides)
+            cfg = compose()
         self._gate_hydra_node(cfg)
         return cfg
 
@@ -138,22 +133,23 @@ class ConfigLoader(ConfigLoaderImpl):
                 return f"the file {path}"
         return ""
 
-    def _parse_overrides_and_create_caching_repo(
-        self, config_name: str | None, overrides: list[str]
+    def parse_overrides_and_make_repo(
+        self, config_name: str | None, overrides: list[str], parsed: list[Override] | None = None
     ) -> tuple[list[Override], CallRepository]:
         cache_for(self.repository.get_sources()).refresh()
-        parsed = [hydra_parse(text) for text in overrides]
+        # Hydra 1.4 hands over the overrides it parsed (its hydra.aliases expanded).
+        parsed = list(parsed) if parsed is not None else [hydra_parse(text) for text in overrides]
         repo = CallRepository(self.repository)
-        self._process_config_searchpath(config_name, parsed, repo)
+        self.apply_searchpath(config_name, parsed, repo)
         if sources_key(repo.get_sources()) != sources_key(self.repository.get_sources()):
             # hydra.searchpath added sources: check their files too.
             cache_for(repo.get_sources()).refresh()
         check_overrides(parsed, repo)
         return parsed, repo
 
-    def _load_configuration_impl(self, *args: Any, **kwargs: Any) -> DictConfig:
+    def guard_composition(self, compose: Callable[[], DictConfig]) -> DictConfig:
         try:
-            return super()._load_configuration_impl(*args, **kwargs)
+            return compose()
         except (ValueError, IndexError, TypeError, HydraException) as error:
             problem = None if isinstance(error, ConfigError) else _override_through_a_list(error)
             if problem is None:
@@ -164,16 +160,16 @@ class ConfigLoader(ConfigLoaderImpl):
         """Load the files of ``defaults`` with the layer of the verl release it picks."""
         self.layer = for_defaults(defaults)
 
-    def _load_single_config(self, default: ResultDefault, repo: Any) -> Any:
+    def load_one(self, default: ResultDefault, repo: Any) -> Any:
         view = self._views.get(id(default))
         if view is not None:
             return view
-        result = super()._load_single_config(default=default, repo=repo)
+        result = self.hydra_load_one(default, repo)
         if self.layer is None or not is_ours(result):
             return result
         return self.layer.apply(default, result)
 
-    def _compose_config_from_defaults_list(self, defaults: list[ResultDefault], repo: Any) -> DictConfig:
+    def compose_defaults(self, defaults: list[ResultDefault], repo: Any) -> DictConfig:
         self.use_layer_of(defaults)
         cache = cache_for(repo.get_sources())
         key = (defaults_key(defaults), releases.layers_on())
@@ -199,7 +195,7 @@ class ConfigLoader(ConfigLoaderImpl):
         if composed is not None:
             cfg, template = composed
         else:
-            cfg = super()._compose_config_from_defaults_list(defaults, repo)
+            cfg = self.hydra_compose_defaults(defaults, repo)
             # The merge adopts the nodes of the files it merges, as in stock Hydra: it was handed the loaded
             # files themselves, so drop them from the file cache (a later new defaults list reads them
             # again).
@@ -224,7 +220,7 @@ class ConfigLoader(ConfigLoaderImpl):
         cache = cache_for(repo.get_sources())
         self._views = split.views
         try:
-            root = super()._compose_config_from_defaults_list(split.hydra_defaults, repo)
+            root = self.hydra_compose_defaults(split.hydra_defaults, repo)
         except Exception:  # noqa: BLE001 - Hydra's own composition of the whole list raises it as Hydra does
             return None
         finally:
@@ -304,12 +300,10 @@ def _override_through_a_list(error: BaseException) -> Problem | None:
     (``trainer.logger.extra=1``, ``trainer.logger.5=1``): OmegaConf raises a bare ``ValueError`` or
     ``IndexError`` for it (Hydra wraps only the second, with no key named). The override and the
     config it was applied to are read from the frame of Hydra's ``_apply_overrides_to_config``."""
-    traceback = error.__traceback__
-    while traceback is not None and traceback.tb_frame.f_code.co_name != "_apply_overrides_to_config":
-        traceback = traceback.tb_next
-    if traceback is None:
+    applying = override_applied_when(error)
+    if applying is None:
         return None
-    override, cfg = traceback.tb_frame.f_locals.get("override"), traceback.tb_frame.f_locals.get("cfg")
+    override, cfg = applying
     if not isinstance(override, Override) or not isinstance(cfg, DictConfig):
         return None
     key = override.key_or_group

@@ -30,9 +30,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hydra.core.default_element import ResultDefault
-from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
+from hydra.plugins.config_source import ConfigLoadError, ConfigResult
 from omegaconf import DictConfig
 
+from verl_roles.compat.hydra import file_name
 from verl_roles.hydra_adapter.release_layer import Layer
 from verl_roles.hydra_adapter.sources import freeze, is_ours, plain_of, thaw
 from verl_roles.omegaconf_adapter.build import NotPlainData, build, move_children
@@ -143,7 +144,7 @@ def _check_hydra_references(node: Any) -> None:
 
 def _check_no_schema(default: ResultDefault, repo: Any) -> None:
     """A config the config store has a schema of the same name for is merged with it by Hydra."""
-    name = ConfigSource._normalize_file_name(filename=str(default.config_path))
+    name = file_name(str(default.config_path))
     try:
         schema = repo.get_schema_source().load_config(name)
     except ConfigLoadError:

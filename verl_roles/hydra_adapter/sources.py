@@ -24,12 +24,11 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from hydra._internal.core_plugins.file_config_source import FileConfigSource
-from hydra._internal.core_plugins.importlib_resources_config_source import ImportlibResourcesConfigSource
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from omegaconf import DictConfig
 
 from verl_roles import containment
+from verl_roles.compat.hydra import FileSourceBase, PackageSourceBase, header_of
 from verl_roles.config_tree import CONF_DIR, unreadable_folder
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.limits import read_config_file
@@ -77,10 +76,10 @@ class _Lookups:
             return False
 
 
-class _PackageSource(_Lookups, ImportlibResourcesConfigSource):
+class _PackageSource(_Lookups, PackageSourceBase):
     """``pkg://`` source parsing with :func:`load_plain`, each file once per version of it."""
 
-    def _read_config(self, res: Any) -> ConfigResult:
+    def read_resource(self, res: Any) -> ConfigResult:
         stamp = _file_stamp(res)
         parsed = _PACKAGE_FILES.get(stamp) if stamp is not None else None
         if parsed is not None:
@@ -90,7 +89,7 @@ class _PackageSource(_Lookups, ImportlibResourcesConfigSource):
             text = res.read_bytes().decode("utf-8")
             data = load_plain(text, str(res))
             config = to_config(data, str(res))
-            header = ConfigSource._get_header_dict(text[:512])
+            header = header_of(text[:512])
             frozen = freeze(config)
             if stamp is not None and isinstance(frozen, bytes):
                 _PACKAGE_FILES[stamp] = (frozen, header, data)
@@ -102,7 +101,7 @@ class _PackageSource(_Lookups, ImportlibResourcesConfigSource):
         ), data)
 
 
-class _FileSource(_Lookups, FileConfigSource):
+class _FileSource(_Lookups, FileSourceBase):
     """``file://`` source (the shipped tree, ``--config-dir``, ``hydra.searchpath``) parsing with
     :func:`load_plain`; every file outside the shipped tree is checked as a user's file."""
 
@@ -111,7 +110,7 @@ class _FileSource(_Lookups, FileConfigSource):
         return os.path.realpath(self.path) == str(CONF_DIR)
 
     def load_config(self, config_path: str) -> ConfigResult:
-        full_path = os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path)))
+        full_path = os.path.realpath(os.path.join(self.path, self.file_name(config_path)))
         if not os.path.exists(full_path):
             folder = os.path.dirname(full_path)
             if os.path.isdir(folder) and not os.access(folder, os.R_OK | os.X_OK):
@@ -146,7 +145,7 @@ class _FileSource(_Lookups, FileConfigSource):
 def _header(text: str, file: str) -> dict[str, str | None]:
     """Hydra's reading of a file's ``# @KEY VALUE`` header lines; a malformed one names the file."""
     try:
-        return ConfigSource._get_header_dict(text[:512])
+        return header_of(text[:512])
     except ValueError as error:
         raise ConfigError([Problem(
             key=f"{file}, line {header_line(text)}",

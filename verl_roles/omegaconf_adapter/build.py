@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from omegaconf import AnyNode, DictConfig, ListConfig
-from omegaconf._utils import get_value_kind
-from omegaconf.base import ContainerMetadata, Metadata
+from omegaconf import DictConfig
+
+from verl_roles.compat import omegaconf as oc
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -38,14 +38,14 @@ def build(data: Mapping[str, Any]) -> DictConfig:
 def move_children(source: DictConfig, target: DictConfig) -> DictConfig:
     """Move every child of ``source`` (from :func:`build`) to the end of ``target`` (an untyped
     DictConfig holding none of those keys), as OmegaConf's merge adds new keys; returns ``target``."""
-    children = source.__dict__["_content"]
-    content = target.__dict__["_content"]
+    children = oc.content(source)
+    content = oc.content(target)
     if not isinstance(content, dict) or any(key in content for key in children):
         raise NotPlainData("the target holds one of the keys")
     for key, child in children.items():
-        child.__dict__["_parent"] = target
+        oc.set_parent(child, target)
         content[key] = child
-    source.__dict__["_content"] = {}
+    oc.set_content(source, {})
     return target
 
 
@@ -58,39 +58,22 @@ def _node(value: Any, key: Any, parent: Any) -> Any:
     if kind not in _SCALARS:
         raise NotPlainData(f"a value of type {kind.__name__}")
     if kind is str and "${" in value:
-        get_value_kind(value, strict_interpolation_validation=True)  # raises as OmegaConf's create does
-    node = AnyNode.__new__(AnyNode)
-    state = node.__dict__
-    state["_metadata"] = Metadata(ref_type=Any, object_type=None, optional=True, key=key, flags={})
-    state["_parent"] = parent
-    state["_flags_cache"] = None
-    state["_val"] = value
-    return node
+        oc.check_interpolation(value)  # raises as OmegaConf's create does
+    return oc.new_leaf(value, key, parent)
 
 
 def _dict(data: Mapping[str, Any], key: Any, parent: Any) -> DictConfig:
-    node = DictConfig.__new__(DictConfig)
-    state = node.__dict__
-    state["_metadata"] = ContainerMetadata(
-        ref_type=Any, object_type=dict, optional=True, key=key, flags={}, key_type=Any, element_type=Any)
-    state["_parent"] = parent
-    state["_flags_cache"] = None
+    node = oc.new_dict(key, parent)
     content = {}
     for child_key, value in data.items():
         if type(child_key) is not str:
             raise NotPlainData("a key that is not a string")
         content[child_key] = _node(value, child_key, node)
-    state["_content"] = content
+    oc.set_content(node, content)
     return node
 
 
-def _list(data: list[Any], key: Any, parent: Any) -> ListConfig:
-    node = ListConfig.__new__(ListConfig)
-    state = node.__dict__
-    state["_metadata"] = ContainerMetadata(
-        ref_type=Any, object_type=list, optional=True, key=key, flags={}, key_type=int, element_type=Any)
-    state["_parent"] = parent
-    state["_flags_cache"] = None
-    state["_content"] = [_node(value, index, node) for index, value in enumerate(data)]
+def _list(data: list[Any], key: Any, parent: Any) -> Any:
+    node = oc.new_list(key, parent)
+    oc.set_content(node, [_node(value, index, node) for index, value in enumerate(data)])
     return node
-

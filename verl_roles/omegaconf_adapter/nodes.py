@@ -18,14 +18,14 @@
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from omegaconf import AnyNode, Container, DictConfig, ListConfig, Node, OmegaConf, ValueNode
-from omegaconf._impl import _resolve_container_value
 from omegaconf.errors import OmegaConfBaseException
+
+from verl_roles.compat import omegaconf as oc
 
 # ${a.b.c}: an absolute key path of plain names, nothing else.
 _PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\}")
@@ -61,14 +61,14 @@ def resolve_in_place(cfg: DictConfig, followed: dict[str, str] | None = None) ->
         for container, key, plain in pending:
             if not _copy_referenced_section(cfg, container, key, plain):
                 # What OmegaConf.resolve does for each key of a container, for this key alone.
-                _resolve_container_value(container, key)
+                oc.resolve_one(container, key)
     except OmegaConfBaseException as error:
         # OmegaConf's resolution does not say which key failed; to_container does, so let it raise.
         OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
         if not getattr(error, "full_key", None) and container is not None:
             # It resolves there but cannot be put in place (a resolver's list for a single value, which
             # OmegaConf.resolve, verl's too, refuses): the key is the one being resolved.
-            error.full_key = container._get_full_key(key)
+            error.full_key = oc.full_key(container, key)
         raise
     return cfg
 
@@ -81,7 +81,7 @@ _PRIMITIVES = (str, int, float, bool, type(None))
 
 def _plain(node: Node, parent_plain: bool) -> bool:
     """No flag on ``node`` or above it changes assignment (``parent_plain``: none above it)."""
-    flags = node.__dict__["_metadata"].flags
+    flags = oc.flags(node)
     return parent_plain and not (flags and any(flag in flags for flag in _ASSIGNMENT_FLAGS))
 
 
@@ -99,18 +99,18 @@ def _copy_plain_references(
     plain: bool,
 ) -> None:
     """Settle the plain references under ``container``; note the keys holding any other kind."""
-    content = container.__dict__["_content"]
+    content = oc.content(container)
     for key, node in content.items() if isinstance(content, dict) else enumerate(content):
         node_plain = _plain(node, plain)
         if isinstance(node, Container):
-            inner = node.__dict__["_content"]
+            inner = oc.content(node)
             if isinstance(inner, dict | list):
                 _copy_plain_references(root, node, pending, f"{prefix}{key}.", followed, node_plain)
             elif _interpolation(inner):
                 pending.append((container, key, node_plain))
         elif not isinstance(node, ValueNode):
             pending.append((container, key, node_plain))  # a union of types: OmegaConf's own way
-        elif _interpolation(node.__dict__["_val"]):
+        elif _interpolation(oc.raw(node)):
             reference = _settle(root, node, node_plain, set())
             if reference is None:
                 pending.append((container, key, node_plain))
@@ -122,34 +122,34 @@ def _copy_referenced_section(root: DictConfig, container: Container, key: Any, p
     """Give ``container[key]`` the section a plain reference of it names, as OmegaConf's resolution
     does (the section resolved, then assigned as a copy), without parsing the reference; True when
     done. Only for an untyped value or a section holding the reference, and a plain section."""
-    node = container._get_node(key, validate_access=False)
-    if not (isinstance(node, AnyNode | Container) and node._is_interpolation()):
+    node = oc.child(container, key)
+    if not (isinstance(node, AnyNode | Container) and oc.is_interpolation(node)):
         return False
-    match = _PLAIN_REFERENCE.fullmatch(str(node._value()))
+    match = _PLAIN_REFERENCE.fullmatch(str(oc.written(node)))
     target, _ = _lookup(root, match.group(1)) if match is not None else (None, False)
     if not isinstance(target, Container) or _is_special(target) or target is node:
         return False
     _resolve_section(target)
     if not isinstance(node, ValueNode):
-        node._set_value(target)
-    elif plain and type(node) is AnyNode and container.__dict__["_metadata"].element_type is Any:
+        oc.assign(node, target)
+    elif plain and type(node) is AnyNode and oc.element_type(container) is Any:
         # What assigning a section to an untyped key does: a copy of it, hung at the key.
         section = _copy(target, container)
-        section.__dict__["_metadata"].key = key
-        container.__dict__["_content"][key] = section
+        oc.set_key(section, key)
+        oc.content(container)[key] = section
     else:
         container[key] = target
     return True
 
 
 def _resolve_section(section: Container) -> None:
-    """OmegaConf's resolution of a section (``_resolve``) in place, reading the contents directly to find
+    """OmegaConf's resolution of a section in place, reading the contents directly to find
     the keys that hold an interpolation."""
-    content = section.__dict__["_content"]
+    content = oc.content(section)
     for key, node in content.items() if isinstance(content, dict) else enumerate(content):
-        raw = node.__dict__["_content"] if isinstance(node, Container) else node.__dict__.get("_val")
+        raw = oc.content(node) if isinstance(node, Container) else oc.raw_or_none(node)
         if _interpolation(raw) or not isinstance(node, Container | ValueNode):
-            _resolve_container_value(section, key)
+            oc.resolve_one(section, key)
         elif isinstance(raw, dict | list):
             _resolve_section(node)
 
@@ -158,42 +158,26 @@ def _copy(node: Node, parent: Any) -> Any:
     """``copy.deepcopy(node)`` of a resolved section, hung under ``parent``: the same node types,
     metadata and contents (flag caches left empty: they are read again when asked)."""
     if type(node) is AnyNode or isinstance(node, Container):
-        state = node.__dict__
-        copied = type(node).__new__(type(node))
-        copied.__dict__.update(state, _metadata=_copy_metadata(state["_metadata"]), _parent=parent,
-                               _flags_cache=None)
-        content = state["_content"] if isinstance(node, Container) else None
+        copied = oc.copy_state(node, parent)
+        content = oc.content(node) if isinstance(node, Container) else None
         if isinstance(content, dict):
-            copied.__dict__["_content"] = {key: _copy(child, copied) for key, child in content.items()}
+            oc.set_content(copied, {key: _copy(child, copied) for key, child in content.items()})
         elif isinstance(content, list):
-            copied.__dict__["_content"] = [_copy(child, copied) for child in content]
+            oc.set_content(copied, [_copy(child, copied) for child in content])
         return copied
-    saved, node.__dict__["_parent"] = node.__dict__["_parent"], None
-    try:
-        copied = copy.deepcopy(node)
-    finally:
-        node.__dict__["_parent"] = saved
-    copied.__dict__["_parent"] = parent
-    return copied
-
-
-def _copy_metadata(metadata: Any) -> Any:
-    copied = copy.copy(metadata)
-    copied.flags = dict(metadata.flags)
-    copied.resolver_cache = copy.deepcopy(metadata.resolver_cache)
-    return copied
+    return oc.deepcopy_under(node, parent)
 
 
 def _settle(root: DictConfig, node: ValueNode, plain: bool, busy: set[int]) -> str | None:
     """Give ``node``, which holds an interpolation, its value if that is a plain reference to a plain
     value (settled first if it is one too); the key it refers to when done, else None."""
-    match = _PLAIN_REFERENCE.fullmatch(node.__dict__["_val"])
+    match = _PLAIN_REFERENCE.fullmatch(oc.raw(node))
     if match is None or id(node) in busy:
         return None
     target, target_plain = _lookup(root, match.group(1))
     if not isinstance(target, ValueNode) or target is node:
         return None
-    value = target.__dict__["_val"]
+    value = oc.raw(target)
     if _interpolation(value):
         busy.add(id(node))
         try:
@@ -201,13 +185,13 @@ def _settle(root: DictConfig, node: ValueNode, plain: bool, busy: set[int]) -> s
                 return None
         finally:
             busy.discard(id(node))
-        value = target.__dict__["_val"]
+        value = oc.raw(target)
     if value == "???":
         return None
     if plain and type(node) is AnyNode and type(value) in _PRIMITIVES:
-        node.__dict__["_val"] = value  # what AnyNode._set_value gives a primitive, with no flag set
+        oc.set_raw(node, value)  # what AnyNode._set_value gives a primitive, with no flag set
     else:
-        node._set_value(value)
+        oc.assign(node, value)
     return match.group(1)
 
 
@@ -219,7 +203,7 @@ def _lookup(root: DictConfig, path: str) -> tuple[Node | None, bool]:
     for part in path.split("."):
         if not isinstance(node, DictConfig):
             return None, False
-        content = node.__dict__["_content"]
+        content = oc.content(node)
         if not isinstance(content, dict):
             return None, False
         node = content.get(part)
@@ -230,7 +214,7 @@ def _lookup(root: DictConfig, path: str) -> tuple[Node | None, bool]:
 
 
 def _is_special(node: Node) -> bool:
-    return node._is_missing() or node._is_none() or node._is_interpolation()
+    return oc.is_special(node)
 
 
 # --- reading resolved values ----------------------------------------------------------------------
@@ -249,13 +233,13 @@ def select_quickly(cfg: DictConfig, key: str) -> object:
     for part in key.split("."):
         if not isinstance(node, DictConfig):
             return ASK_OMEGACONF
-        content = node.__dict__["_content"]
+        content = oc.content(node)
         if not isinstance(content, dict) or part not in content:
             return ASK_OMEGACONF
         node = content[part]
     if isinstance(node, DictConfig | ListConfig):
-        return node if isinstance(node.__dict__["_content"], dict | list) else ASK_OMEGACONF
-    value = node._val
+        return node if isinstance(oc.content(node), dict | list) else ASK_OMEGACONF
+    value = oc.raw(node)
     if isinstance(value, str) and (value == "???" or "${" in value):
         return ASK_OMEGACONF
     return value
@@ -286,17 +270,17 @@ def raw_at(cfg: DictConfig, key: str) -> object:
     for i, part in enumerate(parts):
         if not isinstance(node, DictConfig) or _is_special(node):
             return ABSENT
-        child = node._get_node(part, validate_access=False)
+        child = oc.child(node, part)
         if child is None:
             return ABSENT
-        if child._is_interpolation() and i < len(parts) - 1:
-            return f"{child._value()} (then .{'.'.join(parts[i + 1:])})"
+        if oc.is_interpolation(child) and i < len(parts) - 1:
+            return f"{oc.written(child)} (then .{'.'.join(parts[i + 1:])})"
         node = child
     if isinstance(node, DictConfig | ListConfig):
         if _is_special(node):
-            return node._value()
+            return oc.written(node)
         return OmegaConf.to_container(node, resolve=False)
-    return node._value()  # type: ignore[union-attr]
+    return oc.written(node)  # type: ignore[union-attr]
 
 
 def interpolation_on_the_way(cfg: DictConfig, key: str) -> tuple[str, str] | None:
@@ -311,12 +295,12 @@ def interpolation_on_the_way(cfg: DictConfig, key: str) -> tuple[str, str] | Non
     for depth, part in enumerate(parts, start=1):
         if not isinstance(node, DictConfig) or _is_special(node):
             return None
-        node = node._get_node(part, validate_access=False)
+        node = oc.child(node, part)
         if node is None:
             return None
         if isinstance(node, DictConfig | ListConfig) and not _is_special(node):
             continue
-        raw = node._value()
+        raw = oc.written(node)
         if isinstance(raw, str) and "${" in raw:
             return ".".join(parts[:depth]), raw
     return None
@@ -327,8 +311,8 @@ def key_paths(cfg: DictConfig, prefix: str = "") -> Iterator[str]:
     for key in cfg:
         path = f"{prefix}{key}"
         yield path
-        node = cfg._get_node(key)
-        if isinstance(node, DictConfig) and not node._is_missing() and not node._is_interpolation():
+        node = oc.child_checked(cfg, key)
+        if isinstance(node, DictConfig) and not oc.is_missing(node) and not oc.is_interpolation(node):
             yield from key_paths(node, path + ".")
 
 
@@ -337,13 +321,13 @@ def raw_items(node: DictConfig | ListConfig) -> Iterator[tuple[Any, object]]:
     check runs it over every key on every composition): a child holding children is the container
     itself; otherwise its raw content (None for null, the text of ``???`` or of an interpolation); a
     leaf gives its raw value."""
-    content = node.__dict__["_content"]
+    content = oc.content(node)
     for key, child in content.items() if isinstance(content, dict) else enumerate(content):
         if isinstance(child, DictConfig | ListConfig):
-            inner = child.__dict__["_content"]
+            inner = oc.content(child)
             yield key, child if isinstance(inner, dict | list) else inner
         else:
-            yield key, child._val
+            yield key, oc.raw(child)
 
 
 def missing_keys(node: DictConfig, prefix: str = "") -> Iterator[str]:
@@ -353,15 +337,15 @@ def missing_keys(node: DictConfig, prefix: str = "") -> Iterator[str]:
     ``_content`` is its children, or a string for ``???`` and interpolations; a leaf's ``_val`` is its
     raw value.
     """
-    for key, child in node.__dict__["_content"].items():
+    for key, child in oc.content(node).items():
         path = f"{prefix}{key}"
         if isinstance(child, DictConfig | ListConfig):
-            content = child.__dict__["_content"]
+            content = oc.content(child)
             if content == "???":
                 yield path
             elif isinstance(child, DictConfig) and isinstance(content, dict):
                 yield from missing_keys(child, path + ".")
-        elif child._val == "???":
+        elif oc.raw(child) == "???":
             yield path
 
 
@@ -371,11 +355,11 @@ def scalar_leaves(node: DictConfig | ListConfig, prefix: str = "") -> Iterator[t
     Reads the node contents directly, like :func:`missing_keys` (run on each composition by the rule
     that refuses NaN and text that is not UTF-8 at any key).
     """
-    content = node.__dict__["_content"]
+    content = oc.content(node)
     items = content.items() if isinstance(node, DictConfig) else enumerate(content)
     for key, child in items:
         if isinstance(child, DictConfig | ListConfig):
-            if isinstance(child.__dict__["_content"], dict | list):
+            if isinstance(oc.content(child), dict | list):
                 yield from scalar_leaves(child, f"{prefix}{key}.")
-        elif isinstance(child._val, float | str):
-            yield f"{prefix}{key}", child._val
+        elif isinstance(oc.raw(child), float | str):
+            yield f"{prefix}{key}", oc.raw(child)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 
-from hydra.core.override_parser.types import Override
+from verl_roles.compat.hydra import override_value_text
 
 
 def element_text(value: object) -> str:
     """``value`` as Hydra writes it in an override (``true``, ``null``, ``[a,b]``, quoted strings as
     needed), so that the text parses back to the same value; ``repr`` for anything Hydra cannot write."""
     try:
-        return Override._get_value_element_as_str(value)
+        return override_value_text(value)
     except Exception:  # noqa: BLE001 - any value still gets shown
         return repr(value)
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf._utils import OmegaConfDumper, get_yaml_loader
 
+from verl_roles.compat import omegaconf as oc
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.limits import MAX_NESTING, nesting_depth, too_deep, too_many_values
 from verl_roles.omegaconf_adapter.build import NotPlainData, build
 
-_OMEGACONF_LOADER = get_yaml_loader()
+_OMEGACONF_LOADER = oc.yaml_loader()
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -123,7 +123,7 @@ class _Dumper(getattr(yaml, "CDumper", yaml.Dumper)):  # type: ignore[misc]
     """``OmegaConf.to_yaml``'s dumper on PyYAML's C emitter."""
 
 
-_Dumper.add_representer(str, OmegaConfDumper.str_representer)
+_Dumper.add_representer(str, oc.string_representer)
 
 
 def dump(container: object) -> str:
