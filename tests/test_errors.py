@@ -213,6 +213,38 @@ CASES: list[tuple[str, list[str], list[str]]] = [
         ["actor_rollout_ref.model.path=null"],
         ["actor_rollout_ref.model.path: is required but empty"],
     ),
+    # A name that differs from a real one only by case or `-`/`_` is that name mistyped: refused even when
+    # added with `+` (the run would train on the real key's value), guessed whatever the case.
+    (
+        "added-key-differs-only-by-case",
+        ["+trainer.NNODES=2"],
+        ["trainer.NNODES", "did you mean `trainer.nnodes`", "command line override `+trainer.NNODES=2`"],
+    ),
+    (
+        "added-key-differs-only-by-dash",
+        ["+trainer.n-gpus-per-node=4"],
+        ["did you mean `trainer.n_gpus_per_node`"],
+    ),
+    (
+        "key-in-capitals",
+        ["trainer.NNODES=2"],
+        ["did you mean `trainer.nnodes`? Write `trainer.nnodes=2`."],
+    ),
+    (
+        "group-in-capitals",
+        ["MODEL_ENGINE=megatron"],
+        ["did you mean `model_engine`"],
+    ),
+    (
+        "group-option-in-capitals",
+        ["model_engine=MEGATRON"],
+        ["did you mean `model_engine=megatron`"],
+    ),
+    (
+        "role-option-in-capitals",
+        ["role/critic=DEFAULT"],
+        ["did you mean `role/critic=default`"],
+    ),
     (
         "override-syntax",
         ["data.train_batch_size=[1"],
@@ -232,6 +264,8 @@ NEVER_SUGGESTED: list[tuple[list[str], list[str]]] = [
     (["actor=megatron"], ["did you mean `actor`", "Write `actor=megatron`"]),
     (["actor_rollout_ref.actor.optim.lrr=abc"], ["did you mean"]),  # lr takes a number, not 'abc'
     (["model_enginez=megatron"], ["`actor`", "`engine`", "`optim`"]),
+    # The key typed is the real one but for case: adding it under that spelling is no fix.
+    (["trainer.NNODES=2"], ["+trainer.NNODES"]),
 ]
 
 
