@@ -495,6 +495,12 @@ KNOWN_FAILURES: dict[str, str] = {}
 # Running a case.
 
 
+# What a developer may have set for their own debugging: a case runs without it, unless the run is one of
+# the catalogue under a given environment (:func:`codes_under`), which keeps what it was started with.
+DEBUG_ENV = ("HYDRA_FULL_ERROR", "VERL_ROLES_DEBUG")
+_KEEP_ENV = False
+
+
 @dataclass
 class Outcome:
     """What a run did: exit code (None when an exception escaped), output, and the files it left."""
@@ -682,7 +688,7 @@ def _run_in_process(case: Case, folder: Path) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
     code: int | None = None
     escaped = ""
-    saved_env = {k: os.environ.pop(k) for k in ("HYDRA_FULL_ERROR", "VERL_ROLES_DEBUG") if k in os.environ}
+    saved_env = {} if _KEEP_ENV else {k: os.environ.pop(k) for k in DEBUG_ENV if k in os.environ}
     try:
         with _working_dir(folder), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = entry(argv)
@@ -727,6 +733,14 @@ def unshare_works() -> bool:
     return probe.returncode == 0
 
 
+def fault_supported(case: Case) -> bool:
+    """False when this machine cannot set up the case's fault (the tests skip such a case)."""
+    needs_unshare = case.fault == "full-disk" or (case.fault == "read-only" and os.geteuid() == 0)
+    if needs_unshare and not unshare_works():
+        return False
+    return case.fault != "unreadable" or unreadable_works()
+
+
 # What each fault mounts over the run folder inside `unshare -rm` (a private mount namespace).
 _MOUNTS = {
     "read-only": 'mount --bind "$RUN" "$RUN" && mount -o remount,ro,bind "$RUN" "$RUN"',
@@ -737,7 +751,7 @@ _MOUNTS = {
 
 def _run_subprocess(case: Case, folder: Path) -> Outcome:
     command = _command(case, folder)
-    env = {k: v for k, v in os.environ.items() if k not in ("HYDRA_FULL_ERROR", "VERL_ROLES_DEBUG")}
+    env = {k: v for k, v in os.environ.items() if _KEEP_ENV or k not in DEBUG_ENV}
     env["PYTHONHASHSEED"] = "0"
     env["PYTHON"] = sys.executable
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -802,3 +816,46 @@ def run_api_case(case: Case, folder: Path) -> Outcome:
 
 
 API_CASES: tuple[Case, ...] = tuple(case for case in CASES if case.api_overrides() is not None)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The catalogue under another environment: the exit codes must not depend on it.
+
+# What verl's own scripts export, and a shell without a UTF-8 locale.
+ENVIRONMENTS: dict[str, dict[str, str]] = {
+    "HYDRA_FULL_ERROR=1": {"HYDRA_FULL_ERROR": "1"},
+    "LC_ALL=C": {"LC_ALL": "C", "LANG": "C"},
+}
+
+
+def codes_under(environment: str, kind: str, root: Path) -> dict[str, tuple[int | None, str, list[str]]]:
+    """Run every case of ``kind`` in one fresh Python process started with ``environment`` (each case in
+    a folder under ``root``, in its usual runner) and return case id -> (exit code, what escaped, files
+    written)."""
+    import json
+
+    env = {**os.environ, **ENVIRONMENTS[environment], "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env.get("PYTHONPATH", "")])
+    result = subprocess.run([sys.executable, __file__, kind, str(root)], env=env, capture_output=True,
+                            text=True, timeout=1200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {key: tuple(value) for key, value in json.loads(result.stdout.splitlines()[-1]).items()}
+
+
+def _print_codes(kind: str, root: Path) -> None:
+    """In the process :func:`codes_under` starts: run the cases of ``kind`` and print their outcomes."""
+    import json
+
+    global _KEEP_ENV
+    _KEEP_ENV = True
+    outcomes = {}
+    for number, case in enumerate(c for c in CASES if c.kind == kind):
+        if not fault_supported(case):
+            continue
+        outcome = run_case(case, root / str(number))
+        outcomes[case.id] = (outcome.code, outcome.escaped, outcome.files)
+    sys.stdout.write(json.dumps(outcomes) + "\n")
+
+
+if __name__ == "__main__":
+    _print_codes(sys.argv[1], Path(sys.argv[2]))

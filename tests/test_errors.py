@@ -370,12 +370,14 @@ def test_subprocess_exit_code_no_traceback(in_tmp: Path):
     assert not (in_tmp / "out" / "resolved.yaml").exists()
 
 
-def test_debug_flag_lets_the_exception_through(tmp_path):
-    with pytest.raises(verl_roles.ConfigError, match="did you mean `trainer.nnodes`"):
-        main(["trainer.nnodez=2", f"hydra.run.dir={tmp_path}", "--debug"])
+def test_debug_flag_adds_the_traceback_and_keeps_the_verdict(tmp_path, capsys):
+    assert main(["trainer.nnodez=2", f"hydra.run.dir={tmp_path}", "--debug"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "verl_roles.errors.ConfigError" in err
+    assert err.count("verl_roles error: ") == 1 and "did you mean `trainer.nnodes`" in err
 
 
-# A mistake for each verl-roles command (its --debug run must raise it, its plain run print it).
+# A mistake for each verl-roles command (its --debug run adds the traceback, its plain run has none).
 COMMAND_MISTAKES: dict[str, list[str]] = {
     "show": ["trainer.nnodez=2"],
     "explain": ["trainer.nnodez"],
@@ -388,16 +390,22 @@ COMMAND_MISTAKES: dict[str, list[str]] = {
 }
 
 
+@pytest.mark.parametrize("how", ["--debug", "HYDRA_FULL_ERROR=1", "VERL_ROLES_DEBUG=1"])
 @pytest.mark.parametrize("command", sorted(COMMAND_MISTAKES))
-def test_debug_shows_the_traceback_of_every_command_and_only_with_it(command: str, capsys):
+def test_debug_shows_the_traceback_of_every_command_and_only_with_it(command: str, how: str, capsys,
+                                                                     monkeypatch):
     from verl_roles.cli import main as cli
 
-    with pytest.raises(verl_roles.ConfigError):
-        cli([command, "--debug", *COMMAND_MISTAKES[command]])
-    capsys.readouterr()
     assert cli([command, *COMMAND_MISTAKES[command]]) == 2
+    plain = capsys.readouterr().err
+    assert "verl_roles error: " in plain and "Traceback" not in plain
+    flag = [how] if how.startswith("--") else []
+    if not flag:
+        monkeypatch.setenv(*how.split("="))
+    # The traceback comes on top of the same paragraph and the same exit code.
+    assert cli([command, *flag, *COMMAND_MISTAKES[command]]) == 2
     err = capsys.readouterr().err
-    assert "verl_roles error: " in err and "Traceback" not in err
+    assert "Traceback" in err and err.endswith(plain)
 
 
 def test_every_problem_is_reported_together():

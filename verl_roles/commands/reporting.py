@@ -7,7 +7,9 @@
 - Ctrl-C, SIGTERM and SIGHUP end the command with the shell's code for the signal (130, 143, 129) and
   one line; what the command was writing has been removed by then (:mod:`verl_roles.write_protocol`).
 
-``--debug`` (or ``VERL_ROLES_DEBUG=1`` / ``HYDRA_FULL_ERROR=1``) shows the traceback instead.
+``--debug`` (or ``VERL_ROLES_DEBUG=1`` / ``HYDRA_FULL_ERROR=1``, which verl's own launch scripts export)
+adds the traceback before that paragraph; it never changes the paragraph or the exit code, so a script
+reads the same verdict whatever its environment (for ``diff``, 1 means "the configs differ").
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import errno
 import logging
 import os
 import sys
+import traceback
 import warnings
 from collections.abc import Callable
 
@@ -120,8 +123,7 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
             warnings.showwarning = _show_warning
             action()
     except (ConfigError, HydraException, OmegaConfBaseException, yaml.YAMLError) as error:
-        if debug:
-            raise
+        _traceback_if(debug)
         if caused_by_interrupt(error):
             return _interrupted()
         print(f"verl_roles error: {report(error)}", file=sys.stderr)
@@ -131,17 +133,22 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
-        if debug:
-            raise
+        _traceback_if(debug)
         return _interrupted()
     except Interrupted as stop:
         print("verl_roles: stopped by a signal; what this run was writing was removed", file=sys.stderr)
         return int(stop.code) if isinstance(stop.code, int) else EXIT_INTERRUPTED
     except Exception as error:  # noqa: BLE001 - the boundary: a bug is one paragraph, not a traceback
-        if debug:
-            raise
+        _traceback_if(debug)
         if caused_by_interrupt(error):
             return _interrupted()
         print(f"verl_roles error: {ConfigError([internal_error(error)]).render()}", file=sys.stderr)
         return EXIT_INTERNAL_ERROR
     return 0
+
+
+def _traceback_if(debug: bool) -> None:
+    """The traceback of the exception being handled, on stderr, when the user asked for it."""
+    if debug:
+        with contextlib.suppress(OSError, ValueError):
+            traceback.print_exc(file=sys.stderr)
