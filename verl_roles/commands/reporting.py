@@ -30,6 +30,7 @@ from omegaconf.errors import OmegaConfBaseException
 from verl_roles.errors import (
     EXIT_INTERRUPTED,
     ConfigError,
+    Problem,
     caused_by_interrupt,
     current_folder_problem,
     internal_error,
@@ -66,19 +67,66 @@ def report(error: BaseException) -> str:
     return one_paragraph(str(error))
 
 
+# A reader that went away (`| head`) ends the command as it ends `yes | head` or `cat big | head`: quietly,
+# with the shell's code for SIGPIPE. The reader chose to stop reading; there is nothing to explain to it,
+# and a paragraph on stderr in the middle of a pipeline would be noise.
 EXIT_BROKEN_PIPE = 141
 
 
+class OutputFailed(ConfigError):
+    """Standard output cannot take what the command prints (a full disk, a closed descriptor). A
+    :class:`ConfigError`, so every layer between a print and the boundary (Hydra's run loop included) lets
+    it through as it is: exit 2 and its paragraph, whichever code printed."""
+
+
+class ReaderGone(OutputFailed):
+    """The reader of the pipe on standard output went away (``| head``): the command stops quietly."""
+
+
+def _output_failure(error: OSError) -> OutputFailed:
+    reason = os.strerror(error.errno) if error.errno else str(error)
+    problem = Problem(
+        key="standard output",
+        message=f"could not be written ({reason}), so what the command prints was lost",
+        fix="send it where it can be written (`> out.txt` on a disk with room), or `> /dev/null` to keep "
+        "only the files a run writes")
+    return (ReaderGone if error.errno == errno.EPIPE else OutputFailed)([problem])
+
+
+class _GuardedStdout:
+    """``sys.stdout`` while a command runs: a write or flush the stream refuses raises
+    :class:`OutputFailed` (or :class:`ReaderGone`) instead of the bare ``OSError``, which no layer would
+    know to be about the output rather than a bug."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as error:
+            raise _output_failure(error) from error
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            raise _output_failure(error) from error
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
 def say(text: str, file: object = None) -> None:
-    """Print ``text`` (to stdout unless ``file``), where a reader that went away (``| head``) or a stdout
-    that is gone never stops the command: what it writes to files matters more than what it shows."""
+    """Print ``text`` (to stdout unless ``file``), where a reader that went away (``| head``) never stops
+    the command: what it writes to files matters more than what it shows. A stdout that cannot be written
+    otherwise (a full disk) is :class:`OutputFailed`."""
     try:
         print(text, file=file if file is not None else sys.stdout, flush=True)
-    except (BrokenPipeError, ValueError, AttributeError):
+    except (ReaderGone, BrokenPipeError, ValueError, AttributeError):
         _silence_stdout()
     except OSError as error:
-        if error.errno != errno.EBADF:
-            raise
+        raise _output_failure(error) from error
 
 
 def _silence_stdout() -> None:
@@ -116,22 +164,37 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
     if gone is not None:
         print(f"verl_roles error: {ConfigError([gone]).render()}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    stdout = sys.stdout
+    sys.stdout = _GuardedStdout(stdout)
+    try:
+        return _run(action, debug)
+    finally:
+        if isinstance(sys.stdout, _GuardedStdout):
+            sys.stdout = stdout
+
+
+def _run(action: Callable[[], object], debug: bool) -> int:
     try:
         # catch_warnings puts the caller's filters and showwarning back on the way out.
         with warnings.catch_warnings():
             warnings.simplefilter("default", ConfigWarning)
             warnings.showwarning = _show_warning
             action()
+            # What is still buffered fails here, inside the boundary, not at the interpreter's exit.
+            sys.stdout.flush()
+    except (ReaderGone, BrokenPipeError):
+        # The reader of stdout went away (`| head`): stop quietly, as shell tools do.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except (ConfigError, HydraException, OmegaConfBaseException, yaml.YAMLError) as error:
         _traceback_if(debug)
         if caused_by_interrupt(error):
             return _interrupted()
+        if isinstance(error, OutputFailed):
+            # What is left in the buffer would fail again when the interpreter exits.
+            _silence_stdout()
         print(f"verl_roles error: {report(error)}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
-    except BrokenPipeError:
-        # The reader of stdout went away (`| head`): stop quietly, as shell tools do.
-        _silence_stdout()
-        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         _traceback_if(debug)
         return _interrupted()
