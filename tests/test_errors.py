@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error, main_in_process, run
+from conftest import assert_user_error, main_in_process, run, run_in_process, write
 
 import verl_roles
 from verl_roles.layout import ROLES, TRAINED_SECTIONS
@@ -567,3 +567,39 @@ def test_hydras_resolver_gets_one_verdict_also_inside_a_running_hydra_app(tmp_pa
     finally:
         HydraConfig.instance().cfg = saved
     assert "only a running Hydra job answers" in capsys.readouterr().err
+
+
+# Terminal escape sequences a hostile file or name may hold: set the window title, clear the screen.
+TITLE, CLEAR = "\x1b]0;PWNED\x07", "\x1b[2J"
+# The same in a double-quoted YAML scalar (YAML escapes: a file holds no raw control character).
+YAML_TITLE, YAML_CLEAR = "\\e]0;PWNED\\a", "\\e[2J"
+SLIME_KEY = f'megatron:\n  - role: actor\n    overrides:\n      "lr{YAML_TITLE}": 1\n'
+# (id, command, arguments, files) -> a message (error or warning) that echoes the hostile text.
+HOSTILE: list[tuple[str, str, list[str], dict[str, str]]] = [
+    ("option-file-key", "verl_roles.main", ["--config-dir", "{d}/conf", "role/critic=bad"],
+     {"conf/role/critic/bad.yaml": f'# @package critic\noptim:\n  "lr{YAML_TITLE}{YAML_CLEAR}": 1\n'}),
+    ("option-file-value", "verl_roles.main", ["--config-dir", "{d}/conf", "role/critic=bad"],
+     {"conf/role/critic/bad.yaml": f'# @package critic\nppo_epochs: "two{YAML_CLEAR}"\n'}),
+    ("slime-file-key", "verl_roles.main", ["model_engine=megatron", "megatron_config_path={d}/slime.yaml"],
+     {"slime.yaml": SLIME_KEY}),
+    ("command-line-key", "verl_roles.main", [f"trainer.nnodez{CLEAR}=1"], {}),
+    ("command-line-new-key-warning", "verl_roles.main", [f"+trainer.my_note{TITLE}=1"], {}),
+    ("config-dir-path", "verl_roles.cli", ["show", "--config-dir", f"{{d}}/no{CLEAR}pe"], {}),
+    ("explain-key", "verl_roles.cli", ["explain", f"trainer.x{TITLE}"], {}),
+    ("check-sweep-value", "verl_roles.cli", ["check-sweep", f"trainer.project_name=a,b{CLEAR}",
+                                             "trainer.nnodes=0"], {}),
+]
+
+
+@pytest.mark.parametrize(("command", "args", "files"), [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_hostile_text_in_a_message_is_shown_escaped(command: str, args: list[str], files: dict[str, str],
+                                                   tmp_path: Path):
+    for name, text in files.items():
+        write(tmp_path / name, text)
+    args = [arg.replace("{d}", str(tmp_path)) for arg in args]
+    if command == "verl_roles.main":
+        args.append(f"hydra.run.dir={tmp_path / 'run'}")
+    result = run_in_process(args, tmp_path, module=command)
+    output = result.stdout + result.stderr
+    assert "\x1b" not in output and "\x07" not in output, output
+    assert "\\x1b" in output, output

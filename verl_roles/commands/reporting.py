@@ -35,6 +35,7 @@ from verl_roles.errors import (
     current_folder_problem,
     internal_error,
     one_paragraph,
+    shown,
 )
 from verl_roles.notices import ConfigWarning
 from verl_roles.write_protocol import Interrupted
@@ -93,24 +94,32 @@ def _output_failure(error: OSError) -> OutputFailed:
     return (ReaderGone if error.errno == errno.EPIPE else OutputFailed)([problem])
 
 
-class _GuardedStdout:
-    """``sys.stdout`` while a command runs: a write or flush the stream refuses raises
-    :class:`OutputFailed` (or :class:`ReaderGone`) instead of the bare ``OSError``, which no layer would
-    know to be about the output rather than a bug."""
+class _GuardedStream:
+    """``sys.stdout`` (or ``sys.stderr``) while a command runs. Whatever code prints (ours, Hydra's, a
+    plugin's), the text is :func:`shown` (line breaks and tabs kept): a terminal escape sequence or a
+    control character of the user's text never reaches the terminal raw. On stdout, a write or flush the
+    stream refuses raises :class:`OutputFailed` (or :class:`ReaderGone`) instead of the bare ``OSError``,
+    which no layer would know to be about the output rather than a bug."""
 
-    def __init__(self, stream: object) -> None:
+    def __init__(self, stream: object, *, output: bool) -> None:
         self._stream = stream
+        self._output = output
 
     def write(self, text: str) -> int:
         try:
-            return self._stream.write(text)
+            self._stream.write(shown(text, keep="\n\t"))
         except OSError as error:
+            if not self._output:
+                raise
             raise _output_failure(error) from error
+        return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except OSError as error:
+            if not self._output:
+                raise
             raise _output_failure(error) from error
 
     def __getattr__(self, name: str) -> object:
@@ -164,13 +173,16 @@ def run_reporting_errors(action: Callable[[], object], args: list[str]) -> int:
     if gone is not None:
         print(f"verl_roles error: {ConfigError([gone]).render()}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
-    stdout = sys.stdout
-    sys.stdout = _GuardedStdout(stdout)
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout = _GuardedStream(stdout, output=True)
+    sys.stderr = _GuardedStream(stderr, output=False) if stderr is not None else stderr
     try:
         return _run(action, debug)
     finally:
-        if isinstance(sys.stdout, _GuardedStdout):
+        if isinstance(sys.stdout, _GuardedStream):
             sys.stdout = stdout
+        if isinstance(sys.stderr, _GuardedStream):
+            sys.stderr = stderr
 
 
 def _run(action: Callable[[], object], debug: bool) -> int:
