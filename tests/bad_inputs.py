@@ -167,6 +167,7 @@ DEEP_BLOCK = "".join(f"{'  ' * i}k{i}:\n" for i in range(3000)) + f"{'  ' * 3000
 BIG_SCALAR = "optim:\n  lr: 1.0e-05\nblob: " + "x" * 3_000_000 + "\n"
 MANY_KEYS = "".join(f"key_{i}: {i}\n" for i in range(200_000))
 SLIME_HEAD = "megatron:\n  - role: actor\n    overrides:\n"
+LAST_SNAPSHOT = "_generated_ppo_veomni_trainer.yaml"
 USER_CRITIC_OPTION = "# @package critic\noptim:\n  lr: 2.0e-05\n"
 
 
@@ -443,6 +444,19 @@ CASES: tuple[Case, ...] = (
     snapshot("broken-config-file", "--check", named="trainer.yaml", setup="broken-config-file",
              runner="subprocess"),
     snapshot("unknown-flag", "--chek", named="--chek"),
+    # A link planted in _generated/ (a cloned repository can carry one): never written (or read) through.
+    snapshot("snapshot-is-a-symlink", named=("_generated_ppo_trainer.yaml", "symbolic link"),
+             setup="snapshot-is-a-symlink", files={"outside.txt": "mine\n"}),
+    snapshot("check-snapshot-is-a-symlink", "--check", named=("_generated_ppo_trainer.yaml", "symbolic link"),
+             setup="snapshot-is-a-symlink", files={"outside.txt": "mine\n"}),
+    snapshot("last-snapshot-is-a-symlink", named=(LAST_SNAPSHOT, "symbolic link"),
+             setup="last-snapshot-is-a-symlink", files={"outside.txt": "mine\n"}),
+    snapshot("snapshot-is-a-hard-link", named=("_generated_ppo_trainer.yaml", "hard link"),
+             setup="snapshot-is-a-hard-link", files={"outside.txt": "mine\n"}),
+    snapshot("snapshot-is-a-fifo", named=("_generated_ppo_trainer.yaml", "not a regular file"),
+             setup="snapshot-is-a-fifo"),
+    snapshot("generated-is-a-symlink", named=("_generated", "symbolic link"), setup="generated-is-a-symlink",
+             files={"elsewhere/keep.txt": "mine\n"}),
 
     # --- output directories ------------------------------------------------------------------------
     output("read-only-run-dir", "hydra.run.dir={d}/run", named="/run", fault="read-only"),
@@ -584,6 +598,19 @@ def _snapshot_setup(setup: str, checkout: Path) -> None:
     elif setup == "generated-is-a-file":
         shutil.rmtree(generated)
         generated.write_text("not a folder\n", encoding="utf-8")
+    elif setup in ("snapshot-is-a-symlink", "last-snapshot-is-a-symlink"):
+        planted = first if setup == "snapshot-is-a-symlink" else generated / LAST_SNAPSHOT
+        planted.unlink()
+        planted.symlink_to(checkout.parent / "outside.txt")
+    elif setup == "snapshot-is-a-hard-link":
+        first.unlink()
+        os.link(checkout.parent / "outside.txt", first)
+    elif setup == "snapshot-is-a-fifo":
+        first.unlink()
+        os.mkfifo(first)
+    elif setup == "generated-is-a-symlink":
+        shutil.rmtree(generated)
+        generated.symlink_to(checkout.parent / "elsewhere")
     elif setup == "broken-config-file":
         path = checkout / "conf" / "trainer" / "trainer.yaml"
         path.write_text(path.read_text(encoding="utf-8") + "\n  broken: [\n", encoding="utf-8")
