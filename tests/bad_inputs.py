@@ -263,6 +263,16 @@ CASES: tuple[Case, ...] = (
              "+hydra.callbacks.evil.path={d}/keep", named="hydra.callbacks",
              files={"keep/file.txt": "mine\n"}),
     override("non-utf8-value", "trainer.project_name=caf\udce9"),
+    # A byte of another encoding (what Python makes of a Latin-1 argument) is one verdict through every
+    # channel: quoted (Hydra's grammar takes it) it was exit 70 when the run's files were written.
+    override("non-utf8-value-quoted", "trainer.project_name='caf\udce9'"),
+    override("non-utf8-run-dir", "hydra.run.dir={d}/r\udce9", named="hydra.run.dir"),
+    override("non-utf8-config-dir", "--config-dir", "{d}/c\udce9", named="--config-dir"),
+    override("nul-in-value", "trainer.project_name='a\x00b'"),
+    sweep("non-utf8-value", "trainer.project_name='caf\udce9',b"),
+    command("show-non-utf8-value", "show", "trainer.project_name='caf\udce9'"),
+    command("check-sweep-non-utf8-value", "check-sweep", "trainer.project_name='caf\udce9',b"),
+    command("explain-non-utf8-value", "explain", "trainer.project_name", "trainer.project_name='caf\udce9'"),
     override("search-path-missing-dir", "hydra.searchpath=[file://{d}/nope]", "role/critic=other",
              named=("hydra.searchpath", "nope")),
     override("config-dir-missing", "--config-dir", "{d}/nope", "role/critic=other", named="nope"),
@@ -489,6 +499,7 @@ CASES: tuple[Case, ...] = (
 # The same inputs as a user types them in a shell, in a real process (exit code, stderr, no traceback).
 SUBPROCESS_SAMPLE: tuple[str, ...] = (
     "override/lr-nan",
+    "override/non-utf8-value-quoted",
     "option-file/non-utf8",
     "slime/non-string-key",
     "command/export-slime-output-is-a-dir",

@@ -6,6 +6,7 @@ raising the same message, plus one real subprocess for the exit code and ``--deb
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -603,3 +604,26 @@ def test_hostile_text_in_a_message_is_shown_escaped(command: str, args: list[str
     output = result.stdout + result.stderr
     assert "\x1b" not in output and "\x07" not in output, output
     assert "\\x1b" in output, output
+
+
+def test_a_current_folder_named_in_another_encoding_gets_one_verdict(tmp_path: Path):
+    """A folder whose name holds a Latin-1 byte: every command that writes a run (or plans one: the main
+    job, a sweep, check-sweep) refuses it in one paragraph, since the run's UTF-8 files name it (it was exit
+    70 once they were written); what writes nothing (show, the API) composes as anywhere else."""
+    folder = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9"))
+    folder.mkdir()
+    phrase = "holds a byte that is not UTF-8 text"
+    for module, args in (("verl_roles.main", []), ("verl_roles.main", ["-m", "trainer.nnodes=1,2"]),
+                         ("verl_roles.cli", ["check-sweep", "trainer.nnodes=1,2"])):
+        result = run_in_process(args, folder, module=module)
+        assert result.returncode == 2, result.stderr
+        assert f"the current folder: is {tmp_path}/caf\\xe9, the folder the command runs in" in result.stderr
+        assert phrase in result.stderr
+        assert "Traceback" not in result.stderr and list(folder.iterdir()) == []
+    assert run_in_process(["show"], folder, module="verl_roles.cli").returncode == 0
+    previous = Path.cwd()
+    os.chdir(folder)
+    try:
+        assert verl_roles.compose([]).trainer.nnodes == 1
+    finally:
+        os.chdir(previous)
