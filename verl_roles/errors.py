@@ -59,7 +59,9 @@ class Problem:
     show_value: bool = False
 
     def render(self) -> str:
-        parts = [f"{self.key}: {_sentence(self.message)}"]
+        # A key is one line whoever wrote it; the rest may hold the line breaks of a problem quoted whole
+        # (a sweep's first failing point), and everything else a terminal acts on is escaped.
+        parts = [f"{shown(self.key)}: {_sentence(self.message)}"]
         if self.show_value:
             parts.append(f"Got {self.value!r}.")
         if self.expected:
@@ -68,7 +70,7 @@ class Problem:
             parts.append(f"The value came from {_sentence(self.origin)}")
         if self.fix:
             parts.append(f"Fix: {_sentence(self.fix)}")
-        return shown(" ".join(parts))
+        return shown(" ".join(parts), keep="\n")
 
 
 def _sentence(text: str) -> str:
