@@ -261,3 +261,17 @@ def test_the_readme_stays_a_guide():
     lines = README.read_text(encoding="utf-8").count("\n")
     assert lines <= 500, f"README.md has {lines} lines; move detail into docs/"
     assert "## Contents" in README.read_text(encoding="utf-8")
+
+
+def test_the_readme_names_every_file_a_run_writes(tmp_path):
+    """The README's table of a run's files is held to what a run writes (Hydra's logging on, as a user
+    runs it): a file added to a run folder must be added to the table."""
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("| file | content |"):].split("\n\n", 1)[0]
+    named = {name for row in table.splitlines()[2:] for name in re.findall(r"`([^`]+)`", row.split(" | ")[0])}
+    result = run_in_process(["hydra.run.dir=run"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    run = tmp_path / "run"
+    written = {str(path.relative_to(run)) for path in run.rglob("*") if path.is_file()}
+    assert written - named == set(), "files a run writes that the README's table does not name"
+    assert named - written == set(), "files the README's table names that a run does not write"

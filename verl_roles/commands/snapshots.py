@@ -199,6 +199,18 @@ def render_all(variants: Sequence[Variant] = VARIANTS) -> dict[str, str]:
     return {variant.filename: render_checked(variant) for variant in variants}
 
 
+def docs_table(variants: Sequence[Variant] = VARIANTS) -> str:
+    """The table of docs/snapshots.md: one row per variant, from :data:`VARIANTS` (a test holds the page
+    to it, so the page lists what the script writes)."""
+    rows = ["| snapshot | what it shows | composed as |", "| --- | --- | --- |"]
+    for variant in variants:
+        overrides = " ".join(variant.composition.overrides)
+        composed = f"`{overrides}`" if overrides else "`python -m verl_roles.main` (no override)"
+        also = "".join(f"; the same as `{c.command()}`" for c in variant.same_as)
+        rows.append(f"| `{variant.filename}` | {variant.about} | {composed}{also} |")
+    return "\n".join(rows)
+
+
 def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:
     """A unified diff of two texts, or '' when they are equal."""
     lines = difflib.unified_diff(
