@@ -95,7 +95,8 @@ def compose(
     same name). Raises :class:`verl_roles.errors.ConfigError` for any user mistake, with the same
     message the CLI prints, and for arguments of the wrong type; nothing else. Legacy keys
     (``actor_rollout_ref.model.lora_rank``...) are translated to their current keys with a
-    :class:`verl_roles.notices.ConfigTranslationWarning` naming the old key and the new one. Safe to call many times in one process; leaves no global Hydra state behind.
+    :class:`verl_roles.notices.ConfigTranslationWarning` naming the old key and the new one. Safe to
+    call many times in one process; leaves no global Hydra state behind.
     """
     overrides, config_name, config_dir = _arguments(overrides, config_name, config_dir)
     command = CommandLine.of(overrides, config_name, config_dir)
