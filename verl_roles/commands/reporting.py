@@ -54,11 +54,20 @@ def debug_requested(args: list[str]) -> bool:
     return asked or env
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
-    if issubclass(category, ConfigWarning):
-        print(f"verl_roles warning: {message}", file=sys.stderr)
-    else:
-        print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
+def _warning_shower() -> Callable[..., None]:
+    """What shows a warning while a command runs: ours as one ``verl_roles warning:`` line, each message
+    once per command (the same notice reached from two steps, say the deprecated config name read before
+    planning and again when the run is rendered, is one notice), a library's as Python words it."""
+    said: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+        if not issubclass(category, ConfigWarning):
+            print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
+        elif str(message) not in said:
+            said.add(str(message))
+            print(f"verl_roles warning: {message}", file=sys.stderr)
+
+    return show
 
 
 def report(error: BaseException) -> str:
@@ -190,7 +199,7 @@ def _run(action: Callable[[], object], debug: bool) -> int:
         # catch_warnings puts the caller's filters and showwarning back on the way out.
         with warnings.catch_warnings():
             warnings.simplefilter("default", ConfigWarning)
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _warning_shower()
             action()
             # What is still buffered fails here, inside the boundary, not at the interpreter's exit.
             sys.stdout.flush()
