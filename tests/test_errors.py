@@ -246,6 +246,13 @@ CASES: list[tuple[str, list[str], list[str]]] = [
         ["role/critic=DEFAULT"],
         ["did you mean `role/critic=default`"],
     ),
+    # The data-parallel size is spelled with what it comes to (it read as "dp = ... = 1" with dp at 8).
+    (
+        "mini-batch-share-names-the-data-parallel-size",
+        ["actor_rollout_ref.actor.ppo_mini_batch_size=4"],
+        ["gives each of the 8 data-parallel ranks no sample",
+         "4*1/8, dp = GPUs / (ulysses_sequence_parallel_size = 1) = 8/1 = 8)"],
+    ),
     (
         "override-syntax",
         ["data.train_batch_size=[1"],
