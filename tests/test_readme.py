@@ -275,3 +275,21 @@ def test_the_readme_names_every_file_a_run_writes(tmp_path):
     written = {str(path.relative_to(run)) for path in run.rglob("*") if path.is_file()}
     assert written - named == set(), "files a run writes that the README's table does not name"
     assert named - written == set(), "files the README's table names that a run does not write"
+
+
+def test_the_table_of_verl_extras_is_what_pyproject_installs():
+    """docs/verl.md's table of install extras is held to pyproject.toml: an extra whose requirements
+    change, or a release's extra added, changes the page or fails here."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    page = (REPO / "docs" / "verl.md").read_text(encoding="utf-8")
+    table = page[page.index("| extra | installs |"):].split("\n\n", 1)[0].splitlines()[2:]
+    rows = {}
+    for row in table:
+        first, installs = row.strip("|").split(" | ")
+        names = re.findall(r"`([^`]+)`", first)
+        rows.update({name: re.findall(r"`([^`]+)`", installs) for name in names})
+    verl_extras = {name: requirements for name, requirements in extras.items() if name.startswith("verl")}
+    assert rows == verl_extras
