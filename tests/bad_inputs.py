@@ -167,6 +167,7 @@ DEEP_BLOCK = "".join(f"{'  ' * i}k{i}:\n" for i in range(3000)) + f"{'  ' * 3000
 BIG_SCALAR = "optim:\n  lr: 1.0e-05\nblob: " + "x" * 3_000_000 + "\n"
 MANY_KEYS = "".join(f"key_{i}: {i}\n" for i in range(200_000))
 SLIME_HEAD = "megatron:\n  - role: actor\n    overrides:\n"
+LAST_SNAPSHOT = "_generated_ppo_veomni_trainer.yaml"
 USER_CRITIC_OPTION = "# @package critic\noptim:\n  lr: 2.0e-05\n"
 
 
@@ -262,6 +263,16 @@ CASES: tuple[Case, ...] = (
              "+hydra.callbacks.evil.path={d}/keep", named="hydra.callbacks",
              files={"keep/file.txt": "mine\n"}),
     override("non-utf8-value", "trainer.project_name=caf\udce9"),
+    # A byte of another encoding (what Python makes of a Latin-1 argument) is one verdict through every
+    # channel: quoted (Hydra's grammar takes it) it was exit 70 when the run's files were written.
+    override("non-utf8-value-quoted", "trainer.project_name='caf\udce9'"),
+    override("non-utf8-run-dir", "hydra.run.dir={d}/r\udce9", named="hydra.run.dir"),
+    override("non-utf8-config-dir", "--config-dir", "{d}/c\udce9", named="--config-dir"),
+    override("nul-in-value", "trainer.project_name='a\x00b'"),
+    sweep("non-utf8-value", "trainer.project_name='caf\udce9',b"),
+    command("show-non-utf8-value", "show", "trainer.project_name='caf\udce9'"),
+    command("check-sweep-non-utf8-value", "check-sweep", "trainer.project_name='caf\udce9',b"),
+    command("explain-non-utf8-value", "explain", "trainer.project_name", "trainer.project_name='caf\udce9'"),
     override("search-path-missing-dir", "hydra.searchpath=[file://{d}/nope]", "role/critic=other",
              named=("hydra.searchpath", "nope")),
     override("config-dir-missing", "--config-dir", "{d}/nope", "role/critic=other", named="nope"),
@@ -443,6 +454,19 @@ CASES: tuple[Case, ...] = (
     snapshot("broken-config-file", "--check", named="trainer.yaml", setup="broken-config-file",
              runner="subprocess"),
     snapshot("unknown-flag", "--chek", named="--chek"),
+    # A link planted in _generated/ (a cloned repository can carry one): never written (or read) through.
+    snapshot("snapshot-is-a-symlink", named=("_generated_ppo_trainer.yaml", "symbolic link"),
+             setup="snapshot-is-a-symlink", files={"outside.txt": "mine\n"}),
+    snapshot("check-snapshot-is-a-symlink", "--check", named=("_generated_ppo_trainer.yaml", "symbolic link"),
+             setup="snapshot-is-a-symlink", files={"outside.txt": "mine\n"}),
+    snapshot("last-snapshot-is-a-symlink", named=(LAST_SNAPSHOT, "symbolic link"),
+             setup="last-snapshot-is-a-symlink", files={"outside.txt": "mine\n"}),
+    snapshot("snapshot-is-a-hard-link", named=("_generated_ppo_trainer.yaml", "hard link"),
+             setup="snapshot-is-a-hard-link", files={"outside.txt": "mine\n"}),
+    snapshot("snapshot-is-a-fifo", named=("_generated_ppo_trainer.yaml", "not a regular file"),
+             setup="snapshot-is-a-fifo"),
+    snapshot("generated-is-a-symlink", named=("_generated", "symbolic link"), setup="generated-is-a-symlink",
+             files={"elsewhere/keep.txt": "mine\n"}),
 
     # --- output directories ------------------------------------------------------------------------
     output("read-only-run-dir", "hydra.run.dir={d}/run", named="/run", fault="read-only"),
@@ -475,6 +499,7 @@ CASES: tuple[Case, ...] = (
 # The same inputs as a user types them in a shell, in a real process (exit code, stderr, no traceback).
 SUBPROCESS_SAMPLE: tuple[str, ...] = (
     "override/lr-nan",
+    "override/non-utf8-value-quoted",
     "option-file/non-utf8",
     "slime/non-string-key",
     "command/export-slime-output-is-a-dir",
@@ -493,6 +518,12 @@ KNOWN_FAILURES: dict[str, str] = {}
 
 # ---------------------------------------------------------------------------------------------------
 # Running a case.
+
+
+# What a developer may have set for their own debugging: a case runs without it, unless the run is one of
+# the catalogue under a given environment (:func:`codes_under`), which keeps what it was started with.
+DEBUG_ENV = ("HYDRA_FULL_ERROR", "VERL_ROLES_DEBUG")
+_KEEP_ENV = False
 
 
 @dataclass
@@ -578,6 +609,19 @@ def _snapshot_setup(setup: str, checkout: Path) -> None:
     elif setup == "generated-is-a-file":
         shutil.rmtree(generated)
         generated.write_text("not a folder\n", encoding="utf-8")
+    elif setup in ("snapshot-is-a-symlink", "last-snapshot-is-a-symlink"):
+        planted = first if setup == "snapshot-is-a-symlink" else generated / LAST_SNAPSHOT
+        planted.unlink()
+        planted.symlink_to(checkout.parent / "outside.txt")
+    elif setup == "snapshot-is-a-hard-link":
+        first.unlink()
+        os.link(checkout.parent / "outside.txt", first)
+    elif setup == "snapshot-is-a-fifo":
+        first.unlink()
+        os.mkfifo(first)
+    elif setup == "generated-is-a-symlink":
+        shutil.rmtree(generated)
+        generated.symlink_to(checkout.parent / "elsewhere")
     elif setup == "broken-config-file":
         path = checkout / "conf" / "trainer" / "trainer.yaml"
         path.write_text(path.read_text(encoding="utf-8") + "\n  broken: [\n", encoding="utf-8")
@@ -682,7 +726,7 @@ def _run_in_process(case: Case, folder: Path) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
     code: int | None = None
     escaped = ""
-    saved_env = {k: os.environ.pop(k) for k in ("HYDRA_FULL_ERROR", "VERL_ROLES_DEBUG") if k in os.environ}
+    saved_env = {} if _KEEP_ENV else {k: os.environ.pop(k) for k in DEBUG_ENV if k in os.environ}
     try:
         with _working_dir(folder), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = entry(argv)
@@ -727,6 +771,14 @@ def unshare_works() -> bool:
     return probe.returncode == 0
 
 
+def fault_supported(case: Case) -> bool:
+    """False when this machine cannot set up the case's fault (the tests skip such a case)."""
+    needs_unshare = case.fault == "full-disk" or (case.fault == "read-only" and os.geteuid() == 0)
+    if needs_unshare and not unshare_works():
+        return False
+    return case.fault != "unreadable" or unreadable_works()
+
+
 # What each fault mounts over the run folder inside `unshare -rm` (a private mount namespace).
 _MOUNTS = {
     "read-only": 'mount --bind "$RUN" "$RUN" && mount -o remount,ro,bind "$RUN" "$RUN"',
@@ -737,7 +789,7 @@ _MOUNTS = {
 
 def _run_subprocess(case: Case, folder: Path) -> Outcome:
     command = _command(case, folder)
-    env = {k: v for k, v in os.environ.items() if k not in ("HYDRA_FULL_ERROR", "VERL_ROLES_DEBUG")}
+    env = {k: v for k, v in os.environ.items() if _KEEP_ENV or k not in DEBUG_ENV}
     env["PYTHONHASHSEED"] = "0"
     env["PYTHON"] = sys.executable
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -802,3 +854,46 @@ def run_api_case(case: Case, folder: Path) -> Outcome:
 
 
 API_CASES: tuple[Case, ...] = tuple(case for case in CASES if case.api_overrides() is not None)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The catalogue under another environment: the exit codes must not depend on it.
+
+# What verl's own scripts export, and a shell without a UTF-8 locale.
+ENVIRONMENTS: dict[str, dict[str, str]] = {
+    "HYDRA_FULL_ERROR=1": {"HYDRA_FULL_ERROR": "1"},
+    "LC_ALL=C": {"LC_ALL": "C", "LANG": "C"},
+}
+
+
+def codes_under(environment: str, kind: str, root: Path) -> dict[str, tuple[int | None, str, list[str]]]:
+    """Run every case of ``kind`` in one fresh Python process started with ``environment`` (each case in
+    a folder under ``root``, in its usual runner) and return case id -> (exit code, what escaped, files
+    written)."""
+    import json
+
+    env = {**os.environ, **ENVIRONMENTS[environment], "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env.get("PYTHONPATH", "")])
+    result = subprocess.run([sys.executable, __file__, kind, str(root)], env=env, capture_output=True,
+                            text=True, timeout=1200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {key: tuple(value) for key, value in json.loads(result.stdout.splitlines()[-1]).items()}
+
+
+def _print_codes(kind: str, root: Path) -> None:
+    """In the process :func:`codes_under` starts: run the cases of ``kind`` and print their outcomes."""
+    import json
+
+    global _KEEP_ENV
+    _KEEP_ENV = True
+    outcomes = {}
+    for number, case in enumerate(c for c in CASES if c.kind == kind):
+        if not fault_supported(case):
+            continue
+        outcome = run_case(case, root / str(number))
+        outcomes[case.id] = (outcome.code, outcome.escaped, outcome.files)
+    sys.stdout.write(json.dumps(outcomes) + "\n")
+
+
+if __name__ == "__main__":
+    _print_codes(sys.argv[1], Path(sys.argv[2]))

@@ -10,9 +10,12 @@ import pytest
 from bad_inputs import (
     API_CASES,
     CASES,
+    ENVIRONMENTS,
     KNOWN_FAILURES,
     SUBPROCESS_SAMPLE,
     Case,
+    codes_under,
+    fault_supported,
     run_api_case,
     run_case,
     unreadable_works,
@@ -80,3 +83,16 @@ def test_the_catalogue_is_big_and_its_ids_unique():
     fuzz = {"fuzz:overrides", "fuzz:option-files", "fuzz:slime-files"}
     known = {*ids, *(f"api:{c.id}" for c in API_CASES), *(f"subprocess:{c.id}" for c in SAMPLE), *fuzz}
     assert set(KNOWN_FAILURES) <= known, set(KNOWN_FAILURES) - known
+
+
+KINDS = sorted({case.kind for case in CASES})
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("environment", sorted(ENVIRONMENTS))
+def test_the_environment_never_changes_an_exit_code(environment: str, kind: str, tmp_path: Path):
+    """verl's scripts export HYDRA_FULL_ERROR=1 (which may add a traceback), a server may run with
+    LC_ALL=C: every case of the catalogue keeps its exit code, writes nothing and lets nothing escape."""
+    outcomes = codes_under(environment, kind, tmp_path)
+    expected = {case.id: (case.code, "", []) for case in CASES if case.kind == kind and fault_supported(case)}
+    assert outcomes == expected

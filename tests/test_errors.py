@@ -6,10 +6,11 @@ raising the same message, plus one real subprocess for the exit code and ``--deb
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error, main_in_process, run
+from conftest import assert_user_error, main_in_process, run, run_in_process, write
 
 import verl_roles
 from verl_roles.compat import VERSION_BASE
@@ -214,6 +215,45 @@ CASES: list[tuple[str, list[str], list[str]]] = [
         ["actor_rollout_ref.model.path=null"],
         ["actor_rollout_ref.model.path: is required but empty"],
     ),
+    # A name that differs from a real one only by case or `-`/`_` is that name mistyped: refused even when
+    # added with `+` (the run would train on the real key's value), guessed whatever the case.
+    (
+        "added-key-differs-only-by-case",
+        ["+trainer.NNODES=2"],
+        ["trainer.NNODES", "did you mean `trainer.nnodes`", "command line override `+trainer.NNODES=2`"],
+    ),
+    (
+        "added-key-differs-only-by-dash",
+        ["+trainer.n-gpus-per-node=4"],
+        ["did you mean `trainer.n_gpus_per_node`"],
+    ),
+    (
+        "key-in-capitals",
+        ["trainer.NNODES=2"],
+        ["did you mean `trainer.nnodes`? Write `trainer.nnodes=2`."],
+    ),
+    (
+        "group-in-capitals",
+        ["MODEL_ENGINE=megatron"],
+        ["did you mean `model_engine`"],
+    ),
+    (
+        "group-option-in-capitals",
+        ["model_engine=MEGATRON"],
+        ["did you mean `model_engine=megatron`"],
+    ),
+    (
+        "role-option-in-capitals",
+        ["role/critic=DEFAULT"],
+        ["did you mean `role/critic=default`"],
+    ),
+    # The data-parallel size is spelled with what it comes to (it read as "dp = ... = 1" with dp at 8).
+    (
+        "mini-batch-share-names-the-data-parallel-size",
+        ["actor_rollout_ref.actor.ppo_mini_batch_size=4"],
+        ["gives each of the 8 data-parallel ranks no sample",
+         "4*1/8, dp = GPUs / (ulysses_sequence_parallel_size = 1) = 8/1 = 8)"],
+    ),
     (
         "override-syntax",
         ["data.train_batch_size=[1"],
@@ -233,6 +273,8 @@ NEVER_SUGGESTED: list[tuple[list[str], list[str]]] = [
     (["actor=megatron"], ["did you mean `actor`", "Write `actor=megatron`"]),
     (["actor_rollout_ref.actor.optim.lrr=abc"], ["did you mean"]),  # lr takes a number, not 'abc'
     (["model_enginez=megatron"], ["`actor`", "`engine`", "`optim`"]),
+    # The key typed is the real one but for case: adding it under that spelling is no fix.
+    (["trainer.NNODES=2"], ["+trainer.NNODES"]),
 ]
 
 
@@ -337,12 +379,14 @@ def test_subprocess_exit_code_no_traceback(in_tmp: Path):
     assert not (in_tmp / "out" / "resolved.yaml").exists()
 
 
-def test_debug_flag_lets_the_exception_through(tmp_path):
-    with pytest.raises(verl_roles.ConfigError, match="did you mean `trainer.nnodes`"):
-        main(["trainer.nnodez=2", f"hydra.run.dir={tmp_path}", "--debug"])
+def test_debug_flag_adds_the_traceback_and_keeps_the_verdict(tmp_path, capsys):
+    assert main(["trainer.nnodez=2", f"hydra.run.dir={tmp_path}", "--debug"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "verl_roles.errors.ConfigError" in err
+    assert err.count("verl_roles error: ") == 1 and "did you mean `trainer.nnodes`" in err
 
 
-# A mistake for each verl-roles command (its --debug run must raise it, its plain run print it).
+# A mistake for each verl-roles command (its --debug run adds the traceback, its plain run has none).
 COMMAND_MISTAKES: dict[str, list[str]] = {
     "show": ["trainer.nnodez=2"],
     "explain": ["trainer.nnodez"],
@@ -355,16 +399,22 @@ COMMAND_MISTAKES: dict[str, list[str]] = {
 }
 
 
+@pytest.mark.parametrize("how", ["--debug", "HYDRA_FULL_ERROR=1", "VERL_ROLES_DEBUG=1"])
 @pytest.mark.parametrize("command", sorted(COMMAND_MISTAKES))
-def test_debug_shows_the_traceback_of_every_command_and_only_with_it(command: str, capsys):
+def test_debug_shows_the_traceback_of_every_command_and_only_with_it(command: str, how: str, capsys,
+                                                                     monkeypatch):
     from verl_roles.cli import main as cli
 
-    with pytest.raises(verl_roles.ConfigError):
-        cli([command, "--debug", *COMMAND_MISTAKES[command]])
-    capsys.readouterr()
     assert cli([command, *COMMAND_MISTAKES[command]]) == 2
+    plain = capsys.readouterr().err
+    assert "verl_roles error: " in plain and "Traceback" not in plain
+    flag = [how] if how.startswith("--") else []
+    if not flag:
+        monkeypatch.setenv(*how.split("="))
+    # The traceback comes on top of the same paragraph and the same exit code.
+    assert cli([command, *flag, *COMMAND_MISTAKES[command]]) == 2
     err = capsys.readouterr().err
-    assert "verl_roles error: " in err and "Traceback" not in err
+    assert "Traceback" in err and err.endswith(plain)
 
 
 def test_every_problem_is_reported_together():
@@ -526,3 +576,62 @@ def test_hydras_resolver_gets_one_verdict_also_inside_a_running_hydra_app(tmp_pa
     finally:
         HydraConfig.instance().cfg = saved
     assert "only a running Hydra job answers" in capsys.readouterr().err
+
+
+# Terminal escape sequences a hostile file or name may hold: set the window title, clear the screen.
+TITLE, CLEAR = "\x1b]0;PWNED\x07", "\x1b[2J"
+# The same in a double-quoted YAML scalar (YAML escapes: a file holds no raw control character).
+YAML_TITLE, YAML_CLEAR = "\\e]0;PWNED\\a", "\\e[2J"
+SLIME_KEY = f'megatron:\n  - role: actor\n    overrides:\n      "lr{YAML_TITLE}": 1\n'
+# (id, command, arguments, files) -> a message (error or warning) that echoes the hostile text.
+HOSTILE: list[tuple[str, str, list[str], dict[str, str]]] = [
+    ("option-file-key", "verl_roles.main", ["--config-dir", "{d}/conf", "role/critic=bad"],
+     {"conf/role/critic/bad.yaml": f'# @package critic\noptim:\n  "lr{YAML_TITLE}{YAML_CLEAR}": 1\n'}),
+    ("option-file-value", "verl_roles.main", ["--config-dir", "{d}/conf", "role/critic=bad"],
+     {"conf/role/critic/bad.yaml": f'# @package critic\nppo_epochs: "two{YAML_CLEAR}"\n'}),
+    ("slime-file-key", "verl_roles.main", ["model_engine=megatron", "megatron_config_path={d}/slime.yaml"],
+     {"slime.yaml": SLIME_KEY}),
+    ("command-line-key", "verl_roles.main", [f"trainer.nnodez{CLEAR}=1"], {}),
+    ("command-line-new-key-warning", "verl_roles.main", [f"+trainer.my_note{TITLE}=1"], {}),
+    ("config-dir-path", "verl_roles.cli", ["show", "--config-dir", f"{{d}}/no{CLEAR}pe"], {}),
+    ("explain-key", "verl_roles.cli", ["explain", f"trainer.x{TITLE}"], {}),
+    ("check-sweep-value", "verl_roles.cli", ["check-sweep", f"trainer.project_name=a,b{CLEAR}",
+                                             "trainer.nnodes=0"], {}),
+]
+
+
+@pytest.mark.parametrize(("command", "args", "files"), [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_hostile_text_in_a_message_is_shown_escaped(command: str, args: list[str], files: dict[str, str],
+                                                   tmp_path: Path):
+    for name, text in files.items():
+        write(tmp_path / name, text)
+    args = [arg.replace("{d}", str(tmp_path)) for arg in args]
+    if command == "verl_roles.main":
+        args.append(f"hydra.run.dir={tmp_path / 'run'}")
+    result = run_in_process(args, tmp_path, module=command)
+    output = result.stdout + result.stderr
+    assert "\x1b" not in output and "\x07" not in output, output
+    assert "\\x1b" in output, output
+
+
+def test_a_current_folder_named_in_another_encoding_gets_one_verdict(tmp_path: Path):
+    """A folder whose name holds a Latin-1 byte: every command that writes a run (or plans one: the main
+    job, a sweep, check-sweep) refuses it in one paragraph, since the run's UTF-8 files name it (it was exit
+    70 once they were written); what writes nothing (show, the API) composes as anywhere else."""
+    folder = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9"))
+    folder.mkdir()
+    phrase = "holds a byte that is not UTF-8 text"
+    for module, args in (("verl_roles.main", []), ("verl_roles.main", ["-m", "trainer.nnodes=1,2"]),
+                         ("verl_roles.cli", ["check-sweep", "trainer.nnodes=1,2"])):
+        result = run_in_process(args, folder, module=module)
+        assert result.returncode == 2, result.stderr
+        assert f"the current folder: is {tmp_path}/caf\\xe9, the folder the command runs in" in result.stderr
+        assert phrase in result.stderr
+        assert "Traceback" not in result.stderr and list(folder.iterdir()) == []
+    assert run_in_process(["show"], folder, module="verl_roles.cli").returncode == 0
+    previous = Path.cwd()
+    os.chdir(folder)
+    try:
+        assert verl_roles.compose([]).trainer.nnodes == 1
+    finally:
+        os.chdir(previous)

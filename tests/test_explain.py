@@ -310,3 +310,25 @@ def test_explain_shows_the_ulysses_follow_chain_from_the_engines_key_to_the_one_
     for reference in (f"{ref}.ulysses_sequence_parallel_size", f"{actor}.ulysses_sequence_parallel_size"):
         assert f"which follows ${{{reference}}}" in out
     assert f"command line `{actor}.ulysses_sequence_parallel_size=2`: 2" in out
+
+
+def test_a_chain_of_a_thousand_references_gets_one_verdict_from_every_command(tmp_path):
+    """Recursion limits are the same for every command: a chain the main job, show and the API accept,
+    explain explains (it walked the chain with Python's recursion: an internal error, exit 70)."""
+    links = "".join(f"  link{i}: ${{trainer.link{i - 1}}}\n" for i in range(1, 1001))
+    head = "defaults:\n  - ppo_trainer\n  - _self_\ntrainer:\n  link0: 7\n"
+    write(tmp_path / "conf" / "chain.yaml", head + links)
+    chosen = ["--config-dir", str(tmp_path / "conf"), "--config-name", "chain"]
+    assert verl_roles.compose(config_name="chain", config_dir=str(tmp_path / "conf")).trainer.link1000 == 7
+    main = run_in_process([*chosen, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    assert main.returncode == 0, main.stderr
+    show = run_in_process(["show", *chosen], tmp_path, module="verl_roles.cli")
+    assert show.returncode == 0 and "link1000: 7" in show.stdout, show.stderr
+    explained = run_in_process(["explain", *chosen, "trainer.link1000"], tmp_path, module="verl_roles.cli")
+    assert explained.returncode == 0, explained.stderr
+    lines = explained.stdout.splitlines()
+    assert lines[0] == "trainer.link1000 = 7"
+    # Deep levels keep the last indent and say their level.
+    assert lines[-3].strip() == "which follows ${trainer.link0} (level 1000):"
+    assert lines[-2].strip() == "trainer.link0 = 7"
+    assert lines[-1].strip().startswith("1. ") and "chain.yaml" in lines[-1] and lines[-1].endswith(": 7")

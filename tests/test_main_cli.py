@@ -42,6 +42,7 @@ def test_deprecated_config_name_warns_and_matches(tmp_path: Path, capsys):
     code, _, err = main_in_process(["--config-name", "ppo_megatron_trainer"], tmp_path / "old", capsys)
     assert code == 0, err
     assert "deprecated" in err and "model_engine=megatron" in err
+    assert err.count("ppo_megatron_trainer is deprecated") == 1, err  # one notice per run
     code, _, err = main_in_process(["model_engine=megatron"], tmp_path / "new", capsys)
     assert code == 0, err
     old, new = (tmp_path / name / "out/resolved.yaml" for name in ("old", "new"))

@@ -261,3 +261,35 @@ def test_the_readme_stays_a_guide():
     lines = README.read_text(encoding="utf-8").count("\n")
     assert lines <= 500, f"README.md has {lines} lines; move detail into docs/"
     assert "## Contents" in README.read_text(encoding="utf-8")
+
+
+def test_the_readme_names_every_file_a_run_writes(tmp_path):
+    """The README's table of a run's files is held to what a run writes (Hydra's logging on, as a user
+    runs it): a file added to a run folder must be added to the table."""
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("| file | content |"):].split("\n\n", 1)[0]
+    named = {name for row in table.splitlines()[2:] for name in re.findall(r"`([^`]+)`", row.split(" | ")[0])}
+    result = run_in_process(["hydra.run.dir=run"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    run = tmp_path / "run"
+    written = {str(path.relative_to(run)) for path in run.rglob("*") if path.is_file()}
+    assert written - named == set(), "files a run writes that the README's table does not name"
+    assert named - written == set(), "files the README's table names that a run does not write"
+
+
+def test_the_table_of_verl_extras_is_what_pyproject_installs():
+    """docs/verl.md's table of install extras is held to pyproject.toml: an extra whose requirements
+    change, or a release's extra added, changes the page or fails here."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    page = (REPO / "docs" / "verl.md").read_text(encoding="utf-8")
+    table = page[page.index("| extra | installs |"):].split("\n\n", 1)[0].splitlines()[2:]
+    rows = {}
+    for row in table:
+        first, installs = row.strip("|").split(" | ")
+        names = re.findall(r"`([^`]+)`", first)
+        rows.update({name: re.findall(r"`([^`]+)`", installs) for name in names})
+    verl_extras = {name: requirements for name, requirements in extras.items() if name.startswith("verl")}
+    assert rows == verl_extras

@@ -253,3 +253,11 @@ def test_script_without_an_importable_verl_roles_says_what_to_do(tmp_path: Path)
     assert result.returncode == 2
     assert "cannot import verl_roles" in result.stderr and "pip install -e ." in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_snapshot_page_lists_every_variant_the_script_writes():
+    """docs/snapshots.md's table is the one `docs_table()` writes from VARIANTS: a variant added (or
+    dropped) changes the page, or this fails with the table to paste."""
+    page = (REPO / "docs" / "snapshots.md").read_text(encoding="utf-8")
+    table = snapshots.docs_table()
+    assert table in page, f"paste this table into docs/snapshots.md:\n{table}"

@@ -94,8 +94,9 @@ def compose(
     ``python -m verl_roles.main`` (``ppo_megatron_trainer`` and ``ppo_megatron_trainer.yaml`` are the
     same name). Raises :class:`verl_roles.errors.ConfigError` for any user mistake, with the same
     message the CLI prints, and for arguments of the wrong type; nothing else. Legacy keys
-    (``actor_rollout_ref.model.lora_rank``...) are translated to their current keys with a deprecation
-    warning. Safe to call many times in one process; leaves no global Hydra state behind.
+    (``actor_rollout_ref.model.lora_rank``...) are translated to their current keys with a
+    :class:`verl_roles.notices.ConfigTranslationWarning` naming the old key and the new one. Safe to
+    call many times in one process; leaves no global Hydra state behind.
     """
     overrides, config_name, config_dir = _arguments(overrides, config_name, config_dir)
     command = CommandLine.of(overrides, config_name, config_dir)

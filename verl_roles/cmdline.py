@@ -199,6 +199,10 @@ class CommandLine:
         cls, split: Sequence[Flag | str], default_config: str, specs: tuple[FlagSpec, ...] = ()
     ) -> CommandLine:
         texts = [item for item in split if isinstance(item, str)]
+        typed = [item if isinstance(item, str) else " ".join(item.tokens) for item in split]
+        not_text = [problem for token in typed if (problem := not_text_problem(token)) is not None]
+        if not_text:
+            raise ConfigError(not_text)
         too_deep = [text for text in texts if override_nesting_depth(text) > MAX_NESTING]
         if too_deep:
             raise ConfigError([Problem(
@@ -396,6 +400,31 @@ class CommandLine:
                 value = str(override.value())
                 return ENGINE_ALIASES.get(value, value)
         return ENGINE_ALIASES.get(default, default)
+
+
+def not_text_problem(token: str) -> Problem | None:
+    """The problem of an argument no config file can hold, else None.
+
+    Every argument ends up in a UTF-8 file (an override in ``resolved.yaml`` or in Hydra's record of the
+    run, a flag's folder in that record), so an argument is UTF-8 text: a byte of another encoding (a
+    Latin-1 ``é`` from the shell, which Python reads as a stand-in character) is refused here, once, for
+    every command and the API, before anything is composed; and so is a NUL character (the API can pass
+    one; no path or file name holds it)."""
+    if "\0" in token:
+        return Problem(key=f"`{token}`", fix="remove it",
+                       message="holds a NUL character, which no file name, path or config value can hold")
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(token[error.start])
+        what = f"the byte {code - 0xDC00:#04x}" if 0xDC80 <= code <= 0xDCFF else "a character"
+        return Problem(
+            key=f"`{token}`",
+            message=f"holds {what}, which is not UTF-8 text; every config file verl_roles writes "
+            "(resolved.yaml, Hydra's record of the run) is UTF-8",
+            fix="write it in UTF-8 (`locale` shows your shell's encoding; `iconv -f latin1 -t utf-8` "
+            "converts a name or file written in Latin-1)")
+    return None
 
 
 def _searchpath_entries(texts: Sequence[str]) -> list[str]:

@@ -8,9 +8,38 @@ so both carry the same message.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+
+# What a terminal acts on instead of showing: the C0 and C1 control characters (ESC starts the sequences
+# that set a window title or clear the screen; a carriage return overwrites a line), DEL, the marks and
+# overrides of text direction (they reorder what is shown), and the stand-ins Python reads a byte that
+# is not UTF-8 as (a command-line argument, a file name, an environment variable in another encoding).
+_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def shown(text: str, keep: str = "") -> str:
+    """``text`` as a message may show it, whoever wrote it (a key or value of the user's files, a path, an
+    argument): every character of :data:`_UNSHOWABLE` is written as its escape (``\\x1b``, ``\\n``,
+    ``\\u202e``; a byte that is not UTF-8 as ``\\xe9``), so nothing the user's text holds reaches the
+    terminal raw. Characters in ``keep`` stay (the line breaks of a table or a listing of ours).
+
+    The one escaping of every message: :meth:`Problem.render` and :meth:`ConfigError.headline` apply it,
+    and the error boundary applies it (keeping line breaks and tabs) to everything a command prints."""
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        if char in keep:
+            return char
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            return f"\\x{code - 0xDC00:02x}"
+        return _NAMED_ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+    return _UNSHOWABLE.sub(escape, text)
 
 
 @dataclass(frozen=True)
@@ -30,7 +59,9 @@ class Problem:
     show_value: bool = False
 
     def render(self) -> str:
-        parts = [f"{self.key}: {_sentence(self.message)}"]
+        # A key is one line whoever wrote it; the rest may hold the line breaks of a problem quoted whole
+        # (a sweep's first failing point), and everything else a terminal acts on is escaped.
+        parts = [f"{shown(self.key)}: {_sentence(self.message)}"]
         if self.show_value:
             parts.append(f"Got {self.value!r}.")
         if self.expected:
@@ -39,7 +70,7 @@ class Problem:
             parts.append(f"The value came from {_sentence(self.origin)}")
         if self.fix:
             parts.append(f"Fix: {_sentence(self.fix)}")
-        return " ".join(parts)
+        return shown(" ".join(parts), keep="\n")
 
 
 def _sentence(text: str) -> str:
@@ -165,7 +196,7 @@ class ConfigError(VerlRolesError):
         more = len(self.problems) - 1
         details += [f"and {counted(more, 'more problem')}"] if more else []
         also = f" ({'; '.join(details)})" if details else ""
-        return " ".join(f"{first.key}: {_sentence(first.message.rstrip().rstrip('.') + also)}".split())
+        return shown(" ".join(f"{first.key}: {_sentence(first.message.rstrip().rstrip('.') + also)}".split()))
 
     def render(self) -> str:
         if len(self.problems) == 1:

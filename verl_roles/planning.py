@@ -215,7 +215,8 @@ def plan_run(command: CommandLine, root: DictConfig) -> RunPlan:
     what it writes; nothing is written. Raises the :class:`ConfigError` the run would stop with."""
     target = Path(os.path.abspath(str(checked(lambda: OmegaConf.select(root, "hydra.run.dir"), command))))
     output_subdir = output_subdir_of(root)
-    problems = output_subdir_problems(output_subdir) + job_name_problems(root)
+    problems = (run_folder_problems(target, "hydra.run.dir") + output_subdir_problems(output_subdir)
+                + job_name_problems(root))
     if problems:
         raise ConfigError(problems)
     hydra = hydra_only(root)
@@ -223,6 +224,35 @@ def plan_run(command: CommandLine, root: DictConfig) -> RunPlan:
     source = JobSource(command.config_name, command.config_dir_path(), tuple(command.texts()))
     rendered = checked(lambda: render(task, choices, source, output_subdir), command)
     return RunPlan(target, output_subdir, rendered, hydra)
+
+
+def run_folder_problems(target: Path, setting: str) -> list[Problem]:
+    """A run's (a sweep's) folder and the current folder are named in the files of the run (Hydra's
+    record of it, a sweep's multirun.yaml and sweep_summary.csv), which are UTF-8: a path holding a byte
+    of another encoding (a folder named in Latin-1) is refused before anything is written, with the same
+    verdict for a run, a sweep and check-sweep; the run's folder is named only when it is not inside the
+    current folder. (A typed argument holding such a byte is refused with the command line:
+    :func:`verl_roles.cmdline.not_text_problem`.)"""
+    cwd = os.getcwd()
+    folders = [("the current folder", cwd, "the folder the command runs in")]
+    if not _is_text(cwd) and str(target).startswith(cwd + os.sep):
+        folders = folders[:1]
+    else:
+        folders.append((setting, str(target), "the folder the run would be written to"))
+    return [Problem(
+        key=key, message=f"is {path}, {where}; its path holds a byte that is not UTF-8 text, and the files "
+        "of a run (Hydra's record of it, a sweep's summary) name it in UTF-8",
+        fix="run from, and write to, folders whose paths are UTF-8 text (rename the folder, e.g. "
+        "`convmv -f latin1 -t utf-8 NAME`)",
+    ) for key, path, where in folders if not _is_text(path)]
+
+
+def _is_text(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def output_subdir_of(root: DictConfig) -> str | None:

@@ -1,7 +1,9 @@
 """The one "did you mean": which of some names a user most likely meant by the one typed.
 
-A name is near another when it is spelt alike (difflib's ratio at least :data:`CUTOFF`) or abbreviates it
-(``lr`` for ``learning_rate``: the initials of its words). Every message that offers a guess (unknown
+A name is near another when it is the same name but for case and ``-`` / ``_`` (``NNODES``, ``Nnodes`` and
+``n-nodes`` for ``nnodes``; ``MEGATRON`` for ``megatron``), spelt alike once both are folded so
+(difflib's ratio at least :data:`CUTOFF`), or abbreviates it (``lr`` for ``learning_rate``: the initials of
+its words). Every message that offers a guess (unknown
 keys, options, commands, flags, roles, slime keys) asks here, so the guesses agree everywhere; a dotted
 key of a config asks :func:`near_keys`. :func:`verl_roles.errors.did_you_mean` words the guesses.
 """
@@ -19,26 +21,40 @@ LOOSE = 0.6
 MAX_KEYS = 3
 
 
+def folded(name: str) -> str:
+    """``name`` as it is compared: case and the spelling of a word break (``-`` or ``_``) do not count."""
+    return name.casefold().replace("-", "_")
+
+
 def abbreviates(one: str, other: str) -> bool:
     """``lr`` and ``learning_rate``: one name is the initials of the other's words."""
 
     def initials(name: str) -> str:
         return "".join(part[0] for part in name.split("_") if part)
 
+    one, other = folded(one), folded(other)
     return "_" in one and initials(one) == other or "_" in other and initials(other) == one
 
 
 def is_near(typed: str, candidate: str, cutoff: float = CUTOFF) -> bool:
-    """Two names a user may confuse: spelt alike, or one abbreviating the other."""
-    return abbreviates(typed, candidate) or difflib.SequenceMatcher(None, typed, candidate).ratio() >= cutoff
+    """Two names a user may confuse: the same but for case and ``-``/``_``, spelt alike, or one
+    abbreviating the other."""
+    typed_f, candidate_f = folded(typed), folded(candidate)
+    return (typed_f == candidate_f or abbreviates(typed, candidate)
+            or difflib.SequenceMatcher(None, typed_f, candidate_f).ratio() >= cutoff)
 
 
 def near_names(typed: str, candidates: Iterable[str], n: int = 1, cutoff: float = CUTOFF) -> list[str]:
-    """Up to ``n`` of ``candidates`` nearest ``typed`` (abbreviations first, then the closest spellings),
-    never ``typed`` itself."""
+    """Up to ``n`` of ``candidates`` nearest ``typed`` (the same name but for case and ``-``/``_`` first,
+    then abbreviations, then the closest spellings once folded), never ``typed`` itself."""
     pool = [c for c in dict.fromkeys(candidates) if c != typed]
-    found = [c for c in pool if abbreviates(typed, c)]
-    found += [c for c in difflib.get_close_matches(typed, pool, n=n, cutoff=cutoff) if c not in found]
+    found = [c for c in pool if folded(c) == folded(typed)]
+    found += [c for c in pool if abbreviates(typed, c) and c not in found]
+    by_fold: dict[str, list[str]] = {}
+    for candidate in pool:
+        by_fold.setdefault(folded(candidate), []).append(candidate)
+    for close in difflib.get_close_matches(folded(typed), list(by_fold), n=n, cutoff=cutoff):
+        found += [c for c in by_fold[close] if c not in found]
     return found[:n]
 
 
@@ -68,4 +84,4 @@ def near_keys(key: str, keys: Iterable[str], fits: Callable[[str], bool] = lambd
         if near:
             return near[:MAX_KEYS]
     anywhere = [k for k in pool if is_near(leaf, k.rpartition(".")[2])]
-    return difflib.get_close_matches(key, anywhere, n=1, cutoff=LOOSE)
+    return near_names(key, anywhere, cutoff=LOOSE)

@@ -41,6 +41,7 @@ from verl_roles.planning import (
     output_subdir_problems,
     render,
     render_job,
+    run_folder_problems,
 )
 from verl_roles.sweep_grid import SweepPoint, refuse_hydra_setting_sweeps, sweep_points, swept_keys
 from verl_roles.write_protocol import MARKER, write_atomic
@@ -231,7 +232,9 @@ def _sweep_setting_problems(master: DictConfig, output_subdir: str | None,
     """What stops a sweep before any job whatever its jobs are: a sweeper whose jobs cannot be planned,
     a batch size the sweeper refuses, Hydra's record in a folder of its own outside the job, no job, one
     job listed twice."""
-    problems = output_subdir_problems(output_subdir) + job_name_problems(master)
+    target = Path(os.path.abspath(str(OmegaConf.select(master, "hydra.sweep.dir"))))
+    problems = (run_folder_problems(target, "hydra.sweep.dir") + output_subdir_problems(output_subdir)
+                + job_name_problems(master))
     sweeper = OmegaConf.select(master, "hydra.sweeper._target_", default=None)
     if sweeper != BASIC_SWEEPER:
         problems.append(Problem(

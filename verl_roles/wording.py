@@ -53,7 +53,7 @@ from verl_roles.library_messages import innermost_problem, known_problem
 from verl_roles.passed_on import passed_on
 from verl_roles.releases import DEFAULT_RELEASE, VERSION_KEY, is_supported
 from verl_roles.schema import declared_types, verl_names
-from verl_roles.suggest import LOOSE, near_keys, near_names
+from verl_roles.suggest import LOOSE, folded, near_keys, near_names
 from verl_roles.verl_differences import ENGINES_NOT_OFFERED
 
 LIBRARY_ERRORS = (ConfigCompositionException, OmegaConfBaseException, OverrideParseException, yaml.YAMLError)
@@ -324,7 +324,8 @@ def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | N
         key, because='Hydra says "not in struct"', guesses=guesses,
         write=lambda guess: f"{'' if guess in present else '+'}{guess}={value}",
         fix=(f"`verl-roles keys '{section}.*'` lists what {handed.call.partition('(')[0]} takes"
-             if accepted and handed is not None else f"if you mean to add a new key, write `+{key}={value}`"),
+             if accepted and handed is not None else "" if any(folded(g) == folded(key) for g in guesses)
+             else f"if you mean to add a new key, write `+{key}={value}`"),
         origin=origin,
     )
 

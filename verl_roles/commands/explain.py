@@ -102,7 +102,7 @@ def explain_many(
         for key in unknown:
             problems.append(_unknown_key(key, command, knowledge))
         raise ConfigError(problems)
-    return [_explain(key, run, aliases, seen=set()) for key in keys]
+    return [_explain(key, run, aliases) for key in keys]
 
 
 def _unknown_key(key: str, command: CommandLine, knowledge: KeyKnowledge) -> Problem:
@@ -299,20 +299,42 @@ def _related(key: str, path: str) -> bool:
     return key == path or key.startswith(path + ".") or path.startswith(key + ".")
 
 
-def _explain(key: str, run: _Pipeline, aliases: dict[str, str], seen: set[str]) -> Explanation:
+def _explain(key: str, run: _Pipeline, aliases: dict[str, str]) -> Explanation:
+    """``key``'s explanation and, under it, each key its value follows (an interpolation, a derived value),
+    explained the same way; a key already on the way down is shown once more but not followed again.
+
+    Walked with a stack of its own, not Python's: a chain of references as long as the main job resolves
+    (thousands of links) is explained too, as every other command accepts it."""
+    root = _explained(key, run, aliases)
+    on_the_way: set[str] = set()
+    # (key, its explanation) to follow, or (key, None): the walk below `key` is done.
+    stack: list[tuple[str, Explanation | None]] = [(key, root)]
+    while stack:
+        current, explanation = stack.pop()
+        if explanation is None:
+            on_the_way.discard(current)
+            continue
+        if current in on_the_way:
+            continue
+        derived = [run.derived_from[current]] if current in run.derived_from else []
+        targets = [t for t in [*_references(run.latest, current), *derived]
+                   if raw_at(run.latest, t) is not ABSENT]
+        explanation.references.extend(_explained(target, run, aliases) for target in targets)
+        on_the_way.add(current)
+        stack.append((current, None))
+        stack.extend(zip(reversed(targets), reversed(explanation.references), strict=True))
+    return root
+
+
+def _explained(key: str, run: _Pipeline, aliases: dict[str, str]) -> Explanation:
+    """``key``'s own explanation: its value and each place that set it (without what it follows)."""
     steps = [
         Step(layer.source_of(key), raw)
         for layer in run.layers if (raw := raw_at(layer.cfg, key)) is not ABSENT
     ]
     steps += _command_line_steps(key, run.command, aliases)
     steps += run.steps(key)
-    explanation = Explanation(key=key, value=run.value(key), steps=steps, invalid=run.error)
-    if key not in seen:
-        derived = [run.derived_from[key]] if key in run.derived_from else []
-        for target in [*_references(run.latest, key), *derived]:
-            if raw_at(run.latest, target) is not ABSENT:
-                explanation.references.append(_explain(target, run, aliases, seen | {key}))
-    return explanation
+    return Explanation(key=key, value=run.value(key), steps=steps, invalid=run.error)
 
 
 def _references(composed: DictConfig, key: str) -> list[str]:

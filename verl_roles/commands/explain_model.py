@@ -30,6 +30,11 @@ class Step:
     raw: object
 
 
+# How many levels of references are shown indented; deeper ones (a long chain of interpolations) keep
+# the last indent and say their level, so the text grows with the chain, not with its square.
+MAX_INDENTS = 8
+
+
 @dataclass
 class Explanation:
     """``value`` is what the main job would write for ``key`` (:data:`REMOVED` for a key a pipeline
@@ -43,12 +48,21 @@ class Explanation:
     invalid: ConfigError | None = None
 
     def render(self, indent: str = "") -> str:
-        lines = [f"{indent}{self.key} = {show_value(self.value)}"]
-        for number, step in enumerate(self.steps, 1):
-            lines.append(f"{indent}  {number}. {step.source}: {show_value(step.raw)}")
-        for reference in self.references:
-            lines.append(f"{indent}  which follows ${{{reference.key}}}:")
-            lines.append(reference.render(indent + "    "))
+        """The explanation and, indented under it, those of the keys it follows (walked with a stack of
+        its own: a chain of thousands of references renders as a short one does)."""
+        lines: list[str] = []
+        # (an explanation, how deep it is, the line that leads to it)
+        stack: list[tuple[Explanation, int, str | None]] = [(self, 0, None)]
+        while stack:
+            explanation, depth, lead = stack.pop()
+            at = indent + "    " * min(depth, MAX_INDENTS)
+            lines += [lead] if lead is not None else []
+            lines.append(f"{at}{explanation.key} = {show_value(explanation.value)}")
+            for number, step in enumerate(explanation.steps, 1):
+                lines.append(f"{at}  {number}. {step.source}: {show_value(step.raw)}")
+            level = f" (level {depth + 1})" if depth + 1 > MAX_INDENTS else ""
+            stack.extend((reference, depth + 1, f"{at}  which follows ${{{reference.key}}}{level}:")
+                         for reference in reversed(explanation.references))
         return "\n".join(lines)
 
 

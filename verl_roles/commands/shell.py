@@ -35,7 +35,7 @@ PROGRAM = "verl-roles"
 WIDTH = 100
 
 # Taken out of every command line by the error boundary before the command parses it.
-DEBUG = FlagSpec((DEBUG_FLAG,), help="show the traceback of an error instead of one paragraph")
+DEBUG = FlagSpec((DEBUG_FLAG,), help="show the traceback of an error before its paragraph (same exit code)")
 # The flags every command has, besides its own.
 COMMON_FLAGS: tuple[FlagSpec, ...] = (HELP, DEBUG)
 

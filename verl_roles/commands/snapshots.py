@@ -11,6 +11,8 @@ a unified diff for every stale or missing snapshot and names the files that are 
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
@@ -29,7 +31,7 @@ from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, ENGINE_TABLE, PRIMARY_
 from verl_roles.legacy import LEGACY_CONFIG_NAMES
 from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning
 from verl_roles.run_files import to_yaml
-from verl_roles.write_protocol import signals_raise, unwritable, write_user_file
+from verl_roles.write_protocol import signals_raise, unwritable, write_atomic
 
 SCRIPT = "scripts/generate_trainer_config.sh"
 GENERATED_DIR = "_generated"
@@ -197,6 +199,18 @@ def render_all(variants: Sequence[Variant] = VARIANTS) -> dict[str, str]:
     return {variant.filename: render_checked(variant) for variant in variants}
 
 
+def docs_table(variants: Sequence[Variant] = VARIANTS) -> str:
+    """The table of docs/snapshots.md: one row per variant, from :data:`VARIANTS` (a test holds the page
+    to it, so the page lists what the script writes)."""
+    rows = ["| snapshot | what it shows | composed as |", "| --- | --- | --- |"]
+    for variant in variants:
+        overrides = " ".join(variant.composition.overrides)
+        composed = f"`{overrides}`" if overrides else "`python -m verl_roles.main` (no override)"
+        also = "".join(f"; the same as `{c.command()}`" for c in variant.same_as)
+        rows.append(f"| `{variant.filename}` | {variant.about} | {composed}{also} |")
+    return "\n".join(rows)
+
+
 def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:
     """A unified diff of two texts, or '' when they are equal."""
     lines = difflib.unified_diff(
@@ -279,8 +293,10 @@ def generate(
     for name, text in rendered.items():
         path = generated_dir / name
         if not path.is_file() or _read(path) != text.encode("utf-8"):
+            # A new file renamed over the name: whatever was there (checked below) is replaced, never
+            # written through.
             with signals_raise():
-                write_user_file(path, text)
+                write_atomic(path, text)
             changed.append(name)
     for path in extra_files(generated_dir, variants):
         path.unlink()
@@ -288,6 +304,46 @@ def generate(
     summary = ", ".join(changed) if changed else "none changed"
     print(f"{len(rendered)} snapshots in {GENERATED_DIR}/: {summary}")
     return 0
+
+
+def entry_problems(generated_dir: Path) -> list[Problem]:
+    """``_generated/`` must be a folder of its own and hold only files the generator writes: regular files
+    with no other name. A symbolic link (to a file outside the checkout: a cloned repository can carry
+    one), a hard link, a folder, a FIFO or a device there is refused, named, before anything is read or
+    written, so the generator never writes through a link."""
+    try:
+        info = os.lstat(generated_dir)
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        raise unwritable(error, generated_dir) from None
+
+    def fix(path: object) -> str:
+        return (f"remove {path} and run {SCRIPT} again; {GENERATED_DIR}/ holds only the files the script "
+                "writes")
+
+    if not stat.S_ISDIR(info.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
+        return [Problem(key=str(generated_dir), message=f"is {what}; the snapshots go into a folder of this "
+                        "checkout's own", fix=fix(generated_dir))]
+    problems = []
+    try:
+        entries = sorted(os.scandir(generated_dir), key=lambda entry: entry.name)
+    except OSError as error:
+        raise unwritable(error, generated_dir) from None
+    for entry in entries:
+        info = entry.stat(follow_symlinks=False)
+        if stat.S_ISLNK(info.st_mode):
+            what = f"a symbolic link (to {os.readlink(entry.path)})"
+        elif not stat.S_ISREG(info.st_mode):
+            what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        elif info.st_nlink > 1:
+            what = f"a file with {info.st_nlink - 1} other hard link{'s' if info.st_nlink > 2 else ''}"
+        else:
+            continue
+        problems.append(Problem(key=entry.path, message=f"is {what}, which the generator would read or write "
+                                "through", fix=fix(entry.path)))
+    return problems
 
 
 def _check_checkout(root: Path) -> None:
@@ -315,6 +371,9 @@ def _snapshots(invocation: Invocation) -> int:
     root = Path(invocation.value(ROOT) or Path.cwd()).resolve()
     _check_checkout(root)
     generated_dir = root / GENERATED_DIR
+    problems = entry_problems(generated_dir)
+    if problems:
+        raise ConfigError(problems)
     return check(generated_dir) if invocation.given(CHECK) else generate(generated_dir)
 
 

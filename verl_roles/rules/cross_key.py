@@ -138,7 +138,10 @@ def _micro_batches_per_rank(
     if n_gpus % size:
         return
     dp = n_gpus // size
-    formula = f"ppo_mini_batch_size * rollout.n / dp = {spelled_responses}/{dp}, dp = GPUs / {spelled}"
+    # The model-parallel product spelled first, then what it comes to: `dp = GPUs / (TP*PP*CP = 2*1*1)
+    # = 8/2 = 4`, never a line that reads as dp = 1.
+    dp_spelled = f"dp = GPUs / ({spelled}) = {n_gpus}/{size} = {dp}"
+    formula = f"ppo_mini_batch_size * rollout.n / dp = {spelled_responses}/{dp}, {dp_spelled}"
     per_rank = responses // dp
     if per_rank == 0:
         yield Problem(
@@ -150,7 +153,7 @@ def _micro_batches_per_rank(
         yield Problem(
             key=f"{role}.ppo_mini_batch_size",
             message=f"times rollout.n ({spelled_responses} = {responses} responses) does not split evenly "
-            f"over the {dp} data-parallel ranks (dp = GPUs / {spelled}); verl {release_of(cfg)} asserts "
+            f"over the {dp} data-parallel ranks ({dp_spelled}); verl {release_of(cfg)} asserts "
             "it at the first "
             f"update ({SPLIT_OVER_RANKS})",
             fix="pick ppo_mini_batch_size (or rollout.n) so that their product is a multiple of the "
