@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from verl_roles import paths
+from verl_roles import passed_on, paths
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, TOPOLOGY_SETTING, engine
@@ -254,7 +254,8 @@ def _apply_slime(
                 f"{entry.label(path)} {name}={value!r}; per-role command-line keys have the last word."
             )
         else:
-            paths.assign(cfg, target, value)
+            # A key of a mapping verl passes on (optim.override_optimizer_config) is added there.
+            paths.assign(cfg, target, value, add=passed_on.inside(target) is not None)
         values.append(SlimeValue(entry.label(path), name, target, value, applied=covering is None))
     return tuple(values)
 

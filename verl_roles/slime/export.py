@@ -60,18 +60,14 @@ def _block_baseline(cfg: DictConfig, path: str) -> Any:
 
 def _block_differences(cfg: DictConfig, section: dict[str, Any]) -> dict[str, Any]:
     """Role-relative path -> value for every leaf of the role's engine and optimizer blocks that differs
-    from the baseline; a list the table maps item by item (``optim.betas``) is compared item by item."""
+    from the baseline (a list is one leaf: ``optim.betas``, which no slime name sets, is a verl path)."""
     diffs: dict[str, Any] = {}
     for block in BLOCK_FILES:
         for path, value in paths.leaves(section.get(block, {}), (block,)):
             if path[-1] == TARGET_KEY:
                 continue  # the class verl builds the block into: structure, not a setting
             key = paths.dotted(path)
-            baseline = _block_baseline(cfg, key)
-            if f"{key}.0" in NAME_OF_PATH and isinstance(value, list) and isinstance(baseline, list):
-                items = enumerate(value)
-                diffs.update({f"{key}.{i}": v for i, v in items if i >= len(baseline) or v != baseline[i]})
-            elif value != baseline:
+            if value != _block_baseline(cfg, key):
                 diffs[key] = value
     return diffs
 

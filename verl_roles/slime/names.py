@@ -79,6 +79,10 @@ class SlimeKey:
         return block_of(self.path) is not None
 
 
+# The role's mapping of extra Megatron-Core OptimizerConfig fields, which verl passes on unchanged
+# (init_megatron_optim_config in verl/utils/megatron/optimizer.py); a key the table sets there is added.
+OPTIM_OVERRIDES = f"{OPTIM_BLOCK}.override_optimizer_config"
+
 # slime/Megatron argparse name -> role-relative config path(s). docs/slime.md prints this table.
 SLIME_KEYS: tuple[SlimeKey, ...] = (
     # Optimizer and learning-rate schedule.
@@ -94,8 +98,12 @@ SLIME_KEYS: tuple[SlimeKey, ...] = (
     SlimeKey("weight_decay", "optim.weight_decay"),
     SlimeKey("weight_decay_incr_style", "optim.weight_decay_incr_style"),
     SlimeKey("clip_grad", "optim.clip_grad"),
-    SlimeKey("adam_beta1", "optim.betas.0"),
-    SlimeKey("adam_beta2", "optim.betas.1"),
+    # Adam's coefficients: verl's Megatron optimizer setup passes optim.betas nowhere, and hands every key
+    # of optim.override_optimizer_config to Megatron-Core's OptimizerConfig, whose fields these are.
+    SlimeKey("adam_beta1", f"{OPTIM_OVERRIDES}.adam_beta1", kind=float, nullable=False),
+    SlimeKey("adam_beta2", f"{OPTIM_OVERRIDES}.adam_beta2", kind=float, nullable=False),
+    SlimeKey("adam_eps", f"{OPTIM_OVERRIDES}.adam_eps", kind=float, nullable=False),
+    SlimeKey("sgd_momentum", f"{OPTIM_OVERRIDES}.sgd_momentum", kind=float, nullable=False),
     SlimeKey("optimizer", "optim.optimizer"),
     SlimeKey("use_checkpoint_opt_param_scheduler", "optim.use_checkpoint_opt_param_scheduler"),
     # Precision-aware optimizer (Transformer Engine): optimizer state and main-gradient dtypes.
@@ -182,11 +190,12 @@ def role_defaults(role: str) -> Any:
 
 def default_value(key: SlimeKey) -> Any:
     """The default of ``key``'s target in its block's defaults file (None for a key of a role's own
-    section: its default differs by role, see :func:`section_default`)."""
+    section: its default differs by role, see :func:`section_default`; None too for a key the table adds
+    to a mapping verl passes on, such as ``optim.override_optimizer_config``)."""
     block = block_of(key.path)
     if block is None:
         return None
-    return paths.get(block_defaults(block), key.path.split(".", 1)[1])
+    return paths.get(block_defaults(block), key.path.split(".", 1)[1], default=None)
 
 
 def target_type(key: SlimeKey) -> type:
