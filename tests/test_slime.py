@@ -52,7 +52,7 @@ megatron:
     overrides:
       lr: 1e-6
       adam_beta2: "0.95"
-      lr_warmup_iters: 10.0
+      lr_warmup_iters: 8.0
       use_distributed_optimizer: "False"
       recompute_modules: core_attn mlp
       load: /ckpt/actor
@@ -71,7 +71,7 @@ megatron:
     actor, critic = cfg.actor_rollout_ref.actor, cfg.critic
     expected = {
         (actor.optim, "lr"): 1e-6,
-        (actor.optim, "lr_warmup_steps"): 10,
+        (actor.optim, "lr_warmup_steps"): 2,
         (actor.megatron, "use_distributed_optimizer"): False,
         (actor.megatron, "dist_checkpointing_path"): "/ckpt/actor",
         (critic.optim, "lr"): 1e-5,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from conftest import flat, run_in_process
+from conftest import assert_user_error, flat, run_in_process
 from omegaconf import OmegaConf
 
 import verl_roles
@@ -82,3 +82,83 @@ def test_adam_coefficients_round_trip(tmp_path: Path, capsys):
     read_back = flat(verl_roles.compose([MEGATRON, f"megatron_config_path={out}"]))
     read_back["megatron_config_path"] = None
     assert read_back == flat(verl_roles.compose(typed))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Schedule lengths: slime counts optimizer steps, verl's Megatron scheduler advances once per trainer
+# step, which takes ppo_epochs * train_batch_size / ppo_mini_batch_size optimizer steps (4 by default).
+
+
+def test_schedule_lengths_are_converted_to_trainer_steps(in_tmp: Path):
+    slime_file(in_tmp / "roles.yaml", {
+        "actor": {"lr_warmup_iters": 8, "lr_decay_iters": 100, "lr_wsd_decay_iters": "20"},
+        "critic": {"lr_warmup_iters": 16, "lr_decay_iters": None},
+    })
+    result = run_in_process(
+        [MEGATRON, "megatron_config_path=roles.yaml", "critic.ppo_epochs=2", "hydra.run.dir=out"], cwd=in_tmp
+    )
+    assert result.returncode == 0, result.stderr
+    assert ("lr_warmup_iters=8: 8 optimizer steps = 2 trainer steps of 4 optimizer steps "
+            "(actor_rollout_ref.actor.ppo_epochs=1 x data.train_batch_size=1024 / "
+            "actor_rollout_ref.actor.ppo_mini_batch_size=256)") in result.stderr
+    resolved = flat(OmegaConf.load(in_tmp / "out" / "resolved.yaml"))
+    assert resolved[f"{ACTOR_OPTIM}.lr_warmup_steps"] == 2
+    assert resolved[f"{ACTOR_OPTIM}.lr_decay_steps"] == 25
+    assert resolved[f"{ACTOR_OPTIM}.lr_wsd_decay_steps"] == 5
+    # The critic's trainer step takes 8 optimizer steps (its own ppo_epochs=2); null is the whole run.
+    assert resolved["critic.optim.lr_warmup_steps"] == 2
+    assert resolved["critic.optim.lr_decay_steps"] is None
+
+
+def test_no_warmup_means_the_same_in_both_units(tmp_path: Path):
+    path = slime_file(tmp_path / "roles.yaml", {"actor": {"lr_warmup_iters": 0}})
+    # Even where a trainer step takes no whole number of optimizer steps (1024 prompts, mini-batches of 384).
+    mini = "actor_rollout_ref.actor.ppo_mini_batch_size=384"
+    cfg = verl_roles.compose([MEGATRON, f"megatron_config_path={path}", mini])
+    assert cfg.actor_rollout_ref.actor.optim.lr_warmup_steps == 0
+
+
+def test_a_count_that_is_no_whole_number_of_trainer_steps_is_refused(in_tmp: Path):
+    slime_file(in_tmp / "roles.yaml", {"critic": {"lr_warmup_iters": 10}})
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    assert_user_error(
+        result, "megatron[0] (role critic) lr_warmup_iters: lr_warmup_iters=10 counts optimizer steps",
+        "verl steps the scheduler once per trainer step", "each trainer step takes 4 optimizer steps",
+        "Fix: write a multiple of 4 (8 or 12)", "`optim.lr_warmup_steps: N` in the entry",
+    )
+    assert not (in_tmp / "out").exists()
+
+
+def test_a_count_is_refused_when_the_config_does_not_give_the_ratio(in_tmp: Path):
+    slime_file(in_tmp / "roles.yaml", {"actor": {"lr_decay_iters": 400}})
+    result = run_in_process(
+        [MEGATRON, "megatron_config_path=roles.yaml", "data.gen_batch_size=2048", "hydra.run.dir=out"],
+        cwd=in_tmp,
+    )
+    assert_user_error(result, "lr_decay_iters", "a trainer step trains on data.gen_batch_size=2048 prompts",
+                      "`optim.lr_decay_steps: N` in the entry")
+    # The count in trainer steps, as the verl path, is read as it is.
+    slime_file(in_tmp / "roles.yaml", {"actor": {"optim.lr_decay_steps": 40}})
+    resolved = main_job(in_tmp, "megatron_config_path=roles.yaml", "data.gen_batch_size=2048")
+    assert resolved[f"{ACTOR_OPTIM}.lr_decay_steps"] == 40
+
+
+def test_schedule_lengths_are_exported_in_optimizer_steps(tmp_path: Path, capsys):
+    typed = [
+        MEGATRON, f"{ACTOR_OPTIM}.lr_warmup_steps=2", "critic.optim.lr_decay_steps=10", "critic.ppo_epochs=2",
+    ]
+    written = export(capsys, *typed[1:])
+    assert written["actor"] == {"lr_warmup_iters": 8}
+    assert written["critic"] == {"lr": 1e-05, "lr_decay_iters": 80}
+    out = tmp_path / "roles.yaml"
+    assert cli_main(["export-slime", *typed, "-o", str(out)]) == 0, capsys.readouterr().err
+    read_back = flat(verl_roles.compose([MEGATRON, "critic.ppo_epochs=2", f"megatron_config_path={out}"]))
+    read_back["megatron_config_path"] = None
+    assert read_back == flat(verl_roles.compose(typed))
+
+
+def test_a_length_with_no_ratio_is_exported_as_its_verl_path(capsys):
+    # 1024 prompts do not split into mini-batches of 384: no whole number of optimizer steps per step.
+    mini = "actor_rollout_ref.actor.ppo_mini_batch_size=384"
+    written = export(capsys, f"{ACTOR_OPTIM}.lr_warmup_steps=2", mini)
+    assert written["actor"] == {"optim.lr_warmup_steps": 2}

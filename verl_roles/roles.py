@@ -31,10 +31,11 @@ from verl_roles import passed_on, paths
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
 from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, TOPOLOGY_SETTING, engine
-from verl_roles.notices import warn
+from verl_roles.notices import ConfigTranslationWarning, warn
 from verl_roles.releases import release_of
 from verl_roles.rules.values import critic_in_use
-from verl_roles.slime.names import RESOURCE_KEYS, SLIME_PATH_KEY
+from verl_roles.slime import schedule
+from verl_roles.slime.names import KEYS_BY_NAME, RESOURCE_KEYS, SLIME_PATH_KEY
 from verl_roles.slime.read import RoleEntry, read_slime_file, role_assignments
 
 # The one command-line key under `critic` that is a switch, not a critic override.
@@ -242,12 +243,47 @@ def _cli_key_covering(sources: RoleSources, path: str) -> str | None:
     return None
 
 
+def _in_verl_units(
+    cfg: DictConfig, path: str, entry: RoleEntry, name: str, value: Any, problems: list[Problem],
+    notes: list[str],
+) -> Any:
+    """The file's ``value`` of slime ``name`` in the unit of the verl key it sets: a count of optimizer
+    steps becomes trainer steps (:mod:`verl_roles.slime.schedule`; a count with no equal is a problem,
+    a conversion a note)."""
+    spec = KEYS_BY_NAME.get(name)
+    if spec is None or not spec.counts_optimizer_steps:
+        return value
+    try:
+        steps, how = schedule.to_trainer_steps(cfg, entry.role, name, spec.path, value)
+    except schedule.ScheduleError as error:
+        problems.append(Problem(key=f"{entry.label(path)} {name}", message=str(error), fix=error.fix))
+        return value
+    if how:
+        target = f"{ROLE_SECTIONS[entry.role]}.{spec.path}"
+        notes.append(f"{entry.label(path)} {name}={value}: {how}; set {target}={steps}, since verl steps the "
+                     "learning-rate scheduler once per trainer step.")
+    return steps
+
+
 def _apply_slime(
     cfg: DictConfig, path: str, entries: Sequence[RoleEntry], sources: RoleSources
 ) -> tuple[SlimeValue, ...]:
-    values: list[SlimeValue] = []
+    """Set what the file gives each role (the command line's per-role keys win); every value is checked,
+    and converted to verl's unit, before the first one is set."""
+    planned: list[tuple[RoleEntry, str, str, Any, str | None]] = []
+    problems: list[Problem] = []
+    notes: list[str] = []
     for entry, name, target, value in role_assignments(entries):
         covering = _cli_key_covering(sources, target)
+        if covering is None:
+            value = _in_verl_units(cfg, path, entry, name, value, problems, notes)
+        planned.append((entry, name, target, value, covering))
+    if problems:
+        raise ConfigError(problems)
+    for note in notes:
+        warn(note, ConfigTranslationWarning)
+    values: list[SlimeValue] = []
+    for entry, name, target, value, covering in planned:
         if covering is not None:
             warn(
                 f"{target}: the command line ({covering}={sources.cli_value(covering)}) wins over "

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import paths
 from verl_roles.layout import ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
+from verl_roles.slime import schedule
 from verl_roles.slime.names import (
     BLOCK_FILES,
     FILE_KEY,
@@ -41,6 +42,9 @@ SECTION_PATHS: tuple[str, ...] = tuple(
 
 # Names with several paths, written only when all paths carry one value.
 SHARED_NAMES = tuple(key for key in SLIME_KEYS if key.also)
+
+# Names whose value slime counts in optimizer steps and verl in trainer steps.
+COUNTED_IN_OPTIMIZER_STEPS = tuple(key for key in SLIME_KEYS if key.counts_optimizer_steps)
 
 
 def _plain(value: Any) -> Any:
@@ -99,6 +103,21 @@ def _named(diffs: dict[str, Any], as_verl_path: set[str]) -> dict[str, Any]:
     return out
 
 
+def _in_optimizer_steps(cfg: DictConfig, role: str, diffs: dict[str, Any]) -> set[str]:
+    """Convert, in place, the schedule lengths among ``diffs`` from verl's trainer steps to slime's
+    optimizer steps (:mod:`verl_roles.slime.schedule`); return the paths that cannot be (the config does
+    not give a whole ratio), which are written as their verl paths, in trainer steps."""
+    unconverted: set[str] = set()
+    for key in COUNTED_IN_OPTIMIZER_STEPS:
+        if key.path not in diffs:
+            continue
+        try:
+            diffs[key.path] = schedule.to_optimizer_steps(cfg, role, key.path, diffs[key.path])
+        except schedule.ScheduleError:
+            unconverted.add(key.path)
+    return unconverted
+
+
 def role_differences(cfg: DictConfig, roles: Sequence[str] = SLIME_ROLES) -> dict[str, dict[str, Any]]:
     """Role -> {file key: value} for every setting of the role that differs from what it gets without
     the file (see the module docstring). A `load` path with the checkpoint switch on is written as `load`
@@ -114,6 +133,7 @@ def role_differences(cfg: DictConfig, roles: Sequence[str] = SLIME_ROLES) -> dic
                 diffs.pop(LOAD_SWITCH, None)
             else:
                 as_verl_path.add(load_path)
+        as_verl_path |= _in_optimizer_steps(cfg, role, diffs)
         named = _named(diffs, as_verl_path)
         if named:
             out[role] = named

@@ -57,6 +57,8 @@ class SlimeKey:
     """One row of the table: a slime/Megatron argparse attribute name and where it lands in a role.
 
     ``path`` (and ``also``, further paths set to the same value) is relative to the role's section. A
+    name that ``counts_optimizer_steps`` (slime's schedule lengths) is converted to verl's trainer steps
+    on the way in and back on the way out (:mod:`verl_roles.slime.schedule`). A
     path inside a block (``megatron.*``, ``optim.*``) follows that block's baseline; any other path is a
     key of the role's own section (``ppo_micro_batch_size_per_gpu``). The value's type is the type of
     the default in the block's defaults file; ``kind`` and ``nullable`` give it where the default does
@@ -69,6 +71,7 @@ class SlimeKey:
     kind: type | None = None
     nullable: bool | None = None
     owner: str = MEGATRON_LM
+    counts_optimizer_steps: bool = False
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -89,12 +92,12 @@ SLIME_KEYS: tuple[SlimeKey, ...] = (
     SlimeKey("lr", "optim.lr"),
     SlimeKey("min_lr", "optim.min_lr"),
     SlimeKey("lr_decay_style", "optim.lr_decay_style"),
-    SlimeKey("lr_decay_iters", "optim.lr_decay_steps", kind=int),
-    SlimeKey("lr_warmup_iters", "optim.lr_warmup_steps"),
+    SlimeKey("lr_decay_iters", "optim.lr_decay_steps", kind=int, counts_optimizer_steps=True),
+    SlimeKey("lr_warmup_iters", "optim.lr_warmup_steps", counts_optimizer_steps=True),
     SlimeKey("lr_warmup_fraction", "optim.lr_warmup_steps_ratio"),
     SlimeKey("lr_warmup_init", "optim.lr_warmup_init"),
     SlimeKey("lr_wsd_decay_style", "optim.lr_wsd_decay_style"),
-    SlimeKey("lr_wsd_decay_iters", "optim.lr_wsd_decay_steps", kind=int),
+    SlimeKey("lr_wsd_decay_iters", "optim.lr_wsd_decay_steps", kind=int, counts_optimizer_steps=True),
     SlimeKey("weight_decay", "optim.weight_decay"),
     SlimeKey("weight_decay_incr_style", "optim.weight_decay_incr_style"),
     SlimeKey("clip_grad", "optim.clip_grad"),
