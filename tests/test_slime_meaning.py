@@ -24,11 +24,11 @@ def slime_file(path: Path, entries: dict[str, dict[str, object]]) -> Path:
     return path
 
 
-def main_job(cwd: Path, *overrides: str) -> dict[str, object]:
+def main_job(cwd: Path, *overrides: str, run_dir: str = "out") -> dict[str, object]:
     """The resolved config the main job writes for ``overrides`` (typed in ``cwd``)."""
-    result = run_in_process([MEGATRON, *overrides, "hydra.run.dir=out"], cwd=cwd)
+    result = run_in_process([MEGATRON, *overrides, f"hydra.run.dir={run_dir}"], cwd=cwd)
     assert result.returncode == 0, result.stdout + result.stderr
-    return flat(OmegaConf.load(cwd / "out" / "resolved.yaml"))
+    return flat(OmegaConf.load(cwd / run_dir / "resolved.yaml"))
 
 
 def export(capsys, *overrides: str) -> dict[str, dict[str, object]]:
@@ -139,7 +139,7 @@ def test_a_count_is_refused_when_the_config_does_not_give_the_ratio(in_tmp: Path
                       "`optim.lr_decay_steps: N` in the entry")
     # The count in trainer steps, as the verl path, is read as it is.
     slime_file(in_tmp / "roles.yaml", {"actor": {"optim.lr_decay_steps": 40}})
-    resolved = main_job(in_tmp, "megatron_config_path=roles.yaml", "data.gen_batch_size=2048")
+    resolved = main_job(in_tmp, "megatron_config_path=roles.yaml", "data.gen_batch_size=2048", run_dir="out2")
     assert resolved[f"{ACTOR_OPTIM}.lr_decay_steps"] == 40
 
 
@@ -162,3 +162,37 @@ def test_a_length_with_no_ratio_is_exported_as_its_verl_path(capsys):
     mini = "actor_rollout_ref.actor.ppo_mini_batch_size=384"
     written = export(capsys, f"{ACTOR_OPTIM}.lr_warmup_steps=2", mini)
     assert written["actor"] == {"optim.lr_warmup_steps": 2}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The critic's dynamic batching: verl's critic follows the actor's use_dynamic_bsz, slime's critic gets
+# the common baseline unless its own entry sets use_dynamic_batch_size.
+
+
+def test_an_actor_only_dynamic_batch_size_leaves_the_critic_at_the_baseline(in_tmp: Path):
+    slime_file(in_tmp / "roles.yaml", {"actor": {"use_dynamic_batch_size": True}})
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    assert result.returncode == 0, result.stderr
+    assert "critic.use_dynamic_bsz keeps false, its value without the slime file" in result.stderr
+    resolved = flat(OmegaConf.load(in_tmp / "out" / "resolved.yaml"))
+    assert resolved["actor_rollout_ref.actor.use_dynamic_bsz"] is True
+    assert resolved["critic.use_dynamic_bsz"] is False
+    # The baseline is what the command line gives, as in slime.
+    typed = ("megatron_config_path=roles.yaml", "critic.use_dynamic_bsz=true")
+    resolved = main_job(in_tmp, *typed, run_dir="out2")
+    assert resolved["critic.use_dynamic_bsz"] is True
+
+
+def test_the_critic_dynamic_batch_size_is_kept_on_export(tmp_path: Path, capsys):
+    typed = [MEGATRON, "actor_rollout_ref.actor.use_dynamic_bsz=true"]
+    written = export(capsys, *typed[1:])
+    assert written["actor"] == {"use_dynamic_batch_size": True}
+    assert written["critic"] == {"lr": 1e-05, "use_dynamic_batch_size": True}
+    out = tmp_path / "roles.yaml"
+    assert cli_main(["export-slime", *typed, "-o", str(out)]) == 0, capsys.readouterr().err
+    read_back = flat(verl_roles.compose([MEGATRON, f"megatron_config_path={out}"]))
+    read_back["megatron_config_path"] = None
+    assert read_back == flat(verl_roles.compose(typed))
+    # A critic without dynamic batching beside an actor with it: only the actor's is written.
+    written = export(capsys, *typed[1:], "critic.use_dynamic_bsz=false")
+    assert "use_dynamic_batch_size" not in written["critic"]

@@ -30,12 +30,26 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from verl_roles import passed_on, paths
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, TOPOLOGY_SETTING, engine
+from verl_roles.layout import (
+    ENGINE_KEY,
+    ROLE_GROUPS,
+    ROLE_SECTIONS,
+    SLIME_ENGINE,
+    SLIME_ROLES,
+    TOPOLOGY_SETTING,
+    engine,
+)
 from verl_roles.notices import ConfigTranslationWarning, warn
 from verl_roles.releases import release_of
 from verl_roles.rules.values import critic_in_use
 from verl_roles.slime import schedule
-from verl_roles.slime.names import KEYS_BY_NAME, RESOURCE_KEYS, SLIME_PATH_KEY
+from verl_roles.slime.names import (
+    KEYS_BY_NAME,
+    RESOURCE_KEYS,
+    SECTION_PATHS,
+    SLIME_PATH_KEY,
+    followed_role_key,
+)
 from verl_roles.slime.read import RoleEntry, read_slime_file, role_assignments
 
 # The one command-line key under `critic` that is a switch, not a critic override.
@@ -282,6 +296,7 @@ def _apply_slime(
         raise ConfigError(problems)
     for note in notes:
         warn(note, ConfigTranslationWarning)
+    _followers_keep_their_value(cfg, {target for _, _, target, _, covering in planned if covering is None})
     values: list[SlimeValue] = []
     for entry, name, target, value, covering in planned:
         if covering is not None:
@@ -294,6 +309,33 @@ def _apply_slime(
             paths.assign(cfg, target, value, add=passed_on.inside(target) is not None)
         values.append(SlimeValue(entry.label(path), name, target, value, applied=covering is None))
     return tuple(values)
+
+
+def _followers_keep_their_value(cfg: DictConfig, targets: set[str]) -> None:
+    """A key of a role's own section that follows another role's key (the critic's ``use_dynamic_bsz:
+    ${actor_rollout_ref.actor.use_dynamic_bsz}``) keeps the value it has without the file when the file
+    sets the followed key and not the follower: in slime, what one role's entry sets never reaches the
+    other role, which keeps the common baseline. Said with a warning, since verl alone would follow."""
+    for role in SLIME_ROLES:
+        if role == "critic" and not critic_in_use(cfg):
+            continue  # verl reads no critic key then
+        section = ROLE_SECTIONS[role]
+        raw = OmegaConf.to_container(OmegaConf.select(cfg, section), resolve=False)
+        for key in SECTION_PATHS:
+            followed = followed_role_key(raw.get(key))
+            follower = f"{section}.{key}"
+            if followed is None or follower in targets:
+                continue
+            leader = f"{ROLE_SECTIONS[followed[0]]}.{followed[1]}"
+            if leader not in targets:
+                continue
+            value = OmegaConf.select(cfg, follower)
+            paths.assign(cfg, follower, value)
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)
+            warn(f"{follower} keeps {shown}, its value without the slime file, which sets {leader} in the "
+                 f"{followed[0]}'s entry only: in slime a role's entry reaches no other role, while verl "
+                 f"alone would make {follower} follow {leader}. Set it in the {role}'s entry (or on the "
+                 "command line) to choose it.")
 
 
 def _critic_follows_actor_layout(cfg: DictConfig) -> tuple[str, ...]:

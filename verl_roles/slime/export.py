@@ -25,6 +25,7 @@ from verl_roles.slime.names import (
     FILE_KEY,
     KEYS_BY_NAME,
     NAME_OF_PATH,
+    SECTION_PATHS,
     SLIME_KEYS,
     SLIME_PATH_KEY,
     block_defaults,
@@ -34,11 +35,6 @@ from verl_roles.slime.read import LOAD_SWITCH
 
 # verl's key naming the class a block is built into; never a per-role setting.
 TARGET_KEY = "_target_"
-
-# The keys of a role's own section the table maps (outside its blocks).
-SECTION_PATHS: tuple[str, ...] = tuple(
-    target for key in SLIME_KEYS if not key.in_block for target in key.targets
-)
 
 # Names with several paths, written only when all paths carry one value.
 SHARED_NAMES = tuple(key for key in SLIME_KEYS if key.also)

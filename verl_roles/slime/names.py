@@ -21,7 +21,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import paths
 from verl_roles.config_tree import CONF_DIR
-from verl_roles.layout import OPTIM_BLOCK, SLIME_ENGINE
+from verl_roles.layout import OPTIM_BLOCK, ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
 from verl_roles.omegaconf_adapter.yaml_dialect import load_plain
 
 # Top-level key naming a slime per-role YAML file (slime's `--megatron-config-path`).
@@ -175,6 +175,12 @@ def block_of(path: str) -> str | None:
     return head if head in BLOCK_FILES and "." in path else None
 
 
+# The keys of a role's own section the table maps (outside its blocks).
+SECTION_PATHS: tuple[str, ...] = tuple(
+    target for key in SLIME_KEYS if not key.in_block for target in key.targets
+)
+
+
 @cache
 def _load(relative: str) -> Any:
     path = CONF_DIR / relative
@@ -219,10 +225,29 @@ def is_nullable(key: SlimeKey) -> bool:
 _PURE_INTERPOLATION = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
 
 
+def followed_role_key(raw: Any) -> tuple[str, str] | None:
+    """(role, role-relative path) of another slime role's key that a raw value ``${a.b}`` follows (the
+    critic's ``use_dynamic_bsz: ${actor_rollout_ref.actor.use_dynamic_bsz}``), else None."""
+    match = _PURE_INTERPOLATION.match(raw) if isinstance(raw, str) else None
+    if match is None:
+        return None
+    for role in SLIME_ROLES:
+        prefix = ROLE_SECTIONS[role] + "."
+        if match.group(1).startswith(prefix):
+            return role, match.group(1).removeprefix(prefix)
+    return None
+
+
 def section_default(cfg: DictConfig, role: str, path: str) -> Any:
-    """What ``role`` gets for a key of its own section when nothing sets it: its defaults file's value,
-    a ``${a.b}`` there read from ``cfg`` (the critic's ``use_dynamic_bsz`` follows the actor's)."""
+    """What ``role`` gets for a key of its own section when no per-role setting (the slime file, a per-role
+    command-line key, a role option) sets it: its defaults file's value. A ``${...}`` there that follows
+    another role's key is that key's default in turn: in slime a value one role's entry sets never
+    reaches the other (the critic's ``use_dynamic_bsz`` is the actor's default, not the actor's value);
+    any other ``${a.b}`` is read from ``cfg``."""
     raw = paths.get(role_defaults(role), path, default=None)
+    followed = followed_role_key(raw)
+    if followed is not None:
+        return section_default(cfg, *followed)
     match = _PURE_INTERPOLATION.match(raw) if isinstance(raw, str) else None
     if match is None:
         return raw
