@@ -55,7 +55,7 @@ megatron:
       lr_warmup_iters: 8.0
       use_distributed_optimizer: "False"
       recompute_modules: core_attn mlp
-      load: /ckpt/actor
+      load: /ckpt/actor/iter_0000010
   - role: critic
     args:
       lr: 1e-5
@@ -73,7 +73,7 @@ megatron:
         (actor.optim, "lr"): 1e-6,
         (actor.optim, "lr_warmup_steps"): 2,
         (actor.megatron, "use_distributed_optimizer"): False,
-        (actor.megatron, "dist_checkpointing_path"): "/ckpt/actor",
+        (actor.megatron, "dist_checkpointing_path"): "/ckpt/actor/iter_0000010",
         (critic.optim, "lr"): 1e-5,
         (critic.optim, "min_lr"): 0.0,
         (critic.optim, "clip_grad"): 2.0,
@@ -402,18 +402,23 @@ def test_a_role_option_outside_the_blocks_is_named_as_not_carried(tmp_path: Path
 
 
 def test_load_turns_the_checkpoint_switch_on(tmp_path: Path):
-    path = write(tmp_path, "megatron:\n  - role: critic\n    overrides:\n      load: /ckpt/critic\n")
+    folder = "/ckpt/critic/iter_0000010"
+    path = write(tmp_path, f"megatron:\n  - role: critic\n    overrides:\n      load: {folder}\n")
     critic = compose_with(path).critic.megatron
-    assert critic.dist_checkpointing_path == "/ckpt/critic" and critic.use_dist_checkpointing is True
+    assert critic.dist_checkpointing_path == folder and critic.use_dist_checkpointing is True
     # A per-role command-line value of the switch has the last word, with a warning naming `load`.
     wins = r"use_dist_checkpointing: the command line .* wins over .* load"
     with pytest.warns(verl_roles.ConfigWarning, match=wins):
         critic = compose_with(path, "critic.megatron.use_dist_checkpointing=false").critic.megatron
     assert critic.use_dist_checkpointing is False
-    # Export writes `load` alone for a role that loads, and the verl path for a path with the switch off.
-    on = ["critic.megatron.dist_checkpointing_path=/c", "critic.megatron.use_dist_checkpointing=true"]
+    # Export writes `load` alone for a role that loads an iteration folder, and the verl paths for any
+    # other folder (slime would read it as a checkpoint root or Hugging Face weights) or the switch off.
+    on = [f"critic.megatron.dist_checkpointing_path={folder}", "critic.megatron.use_dist_checkpointing=true"]
     loads = verl_roles.compose([MEGATRON, *on])
-    assert slime_export.role_differences(loads)["critic"] == {"lr": 1e-05, "load": "/c"}
+    assert slime_export.role_differences(loads)["critic"] == {"lr": 1e-05, "load": folder}
+    on = ["critic.megatron.dist_checkpointing_path=/c", "critic.megatron.use_dist_checkpointing=true"]
+    other = {"lr": 1e-05, "megatron.use_dist_checkpointing": True, "megatron.dist_checkpointing_path": "/c"}
+    assert slime_export.role_differences(verl_roles.compose([MEGATRON, *on]))["critic"] == other
     off = verl_roles.compose([MEGATRON, "critic.megatron.dist_checkpointing_path=/c"])
     expected = {"lr": 1e-05, "megatron.dist_checkpointing_path": "/c"}
     assert slime_export.role_differences(off)["critic"] == expected

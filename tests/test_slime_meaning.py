@@ -196,3 +196,76 @@ def test_the_critic_dynamic_batch_size_is_kept_on_export(tmp_path: Path, capsys)
     # A critic without dynamic batching beside an actor with it: only the actor's is written.
     written = export(capsys, *typed[1:], "critic.use_dynamic_bsz=false")
     assert "use_dynamic_batch_size" not in written["critic"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# `load`: slime's checkpoint root (latest_checkpointed_iteration.txt names the iteration) is resolved to
+# the iteration folder verl's dist_checkpointing.load reads, or refused with the reason.
+
+
+def checkpoint_root(root: Path, tracker: str, folder: str) -> Path:
+    """A Megatron checkpoint root whose tracker says ``tracker``, holding the torch_dist ``folder``."""
+    (root / folder).mkdir(parents=True)
+    (root / folder / "metadata.json").write_text('{"sharded_backend": "torch_dist"}', encoding="utf-8")
+    (root / "latest_checkpointed_iteration.txt").write_text(tracker + "\n", encoding="utf-8")
+    return root
+
+
+def test_a_checkpoint_root_is_resolved_to_its_iteration_folder(in_tmp: Path):
+    actor = checkpoint_root(in_tmp / "ckpt" / "actor", "20", "iter_0000020")
+    critic = checkpoint_root(in_tmp / "ckpt" / "critic", "release", "release")
+    slime_file(in_tmp / "roles.yaml", {"actor": {"load": str(actor)}, "critic": {"load": str(critic)}})
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    assert result.returncode == 0, result.stderr
+    assert (f"{actor} is a checkpoint root: its latest_checkpointed_iteration.txt names iter_0000020, so "
+            f"verl loads {actor}/iter_0000020") in result.stderr
+    assert "not the optimizer state" in result.stderr
+    resolved = flat(OmegaConf.load(in_tmp / "out" / "resolved.yaml"))
+    assert resolved["actor_rollout_ref.actor.megatron.dist_checkpointing_path"] == f"{actor}/iter_0000020"
+    assert resolved["actor_rollout_ref.actor.megatron.use_dist_checkpointing"] is True
+    assert resolved["critic.megatron.dist_checkpointing_path"] == f"{critic}/release"
+
+
+def test_an_iteration_folder_is_loaded_as_it_is(tmp_path: Path):
+    folder = "/elsewhere/ckpt/iter_0000100"  # not on this machine: both slime and verl load it as it is
+    path = slime_file(tmp_path / "roles.yaml", {"critic": {"load": folder}})
+    cfg = verl_roles.compose([MEGATRON, f"megatron_config_path={path}"])
+    assert cfg.critic.megatron.dist_checkpointing_path == folder
+
+
+def test_a_load_with_no_folder_for_verl_is_refused(in_tmp: Path):
+    (in_tmp / "hf").mkdir()
+    (in_tmp / "hf" / "config.json").write_text("{}", encoding="utf-8")
+    (in_tmp / "legacy" / "iter_0000005").mkdir(parents=True)
+    (in_tmp / "legacy" / "latest_checkpointed_iteration.txt").write_text("5", encoding="utf-8")
+    cases = {
+        "/nowhere/ckpt": ["/nowhere/ckpt is not on this machine", "must be that folder itself",
+                          "Fix: write the iteration folder (`load: /nowhere/ckpt/iter_0000100`"],
+        str(in_tmp / "hf"): ["holds Hugging Face weights", f"set critic.model.path={in_tmp / 'hf'}"],
+        str(in_tmp / "legacy"): ["names iter_0000005, which holds no metadata.json",
+                                 "reads only the distributed (torch_dist) format"],
+    }
+    for value, phrases in cases.items():
+        slime_file(in_tmp / "roles.yaml", {"critic": {"load": value}})
+        typed = [MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"]
+        result = run_in_process(typed, cwd=in_tmp)
+        assert_user_error(result, "megatron[0] (role critic) overrides.load:", *phrases)
+        assert not (in_tmp / "out").exists()
+
+
+def test_load_is_exported_as_slime_loads_it(tmp_path: Path, capsys):
+    on = "critic.megatron.use_dist_checkpointing=true"
+    folder = "/ckpt/critic/iter_0000010"
+    assert export(capsys, on, f"critic.megatron.dist_checkpointing_path={folder}")["critic"] == {
+        "lr": 1e-05, "load": folder,
+    }
+    # A folder of another name would be a root or Hugging Face weights to slime: verl paths.
+    written = export(capsys, on, "critic.megatron.dist_checkpointing_path=/models/mcore")["critic"]
+    assert written == {"lr": 1e-05, "megatron.use_dist_checkpointing": True,
+                       "megatron.dist_checkpointing_path": "/models/mcore"}
+    typed = [MEGATRON, on, "critic.megatron.dist_checkpointing_path=/models/mcore"]
+    out = tmp_path / "roles.yaml"
+    assert cli_main(["export-slime", *typed, "-o", str(out)]) == 0, capsys.readouterr().err
+    read_back = flat(verl_roles.compose([MEGATRON, f"megatron_config_path={out}"]))
+    read_back["megatron_config_path"] = None
+    assert read_back == flat(verl_roles.compose(typed))

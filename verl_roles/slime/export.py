@@ -20,6 +20,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl_roles import paths
 from verl_roles.layout import ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
 from verl_roles.slime import schedule
+from verl_roles.slime.checkpoint import is_iteration_folder
 from verl_roles.slime.names import (
     BLOCK_FILES,
     FILE_KEY,
@@ -116,8 +117,10 @@ def _in_optimizer_steps(cfg: DictConfig, role: str, diffs: dict[str, Any]) -> se
 
 def role_differences(cfg: DictConfig, roles: Sequence[str] = SLIME_ROLES) -> dict[str, dict[str, Any]]:
     """Role -> {file key: value} for every setting of the role that differs from what it gets without
-    the file (see the module docstring). A `load` path with the checkpoint switch on is written as `load`
-    alone (reading `load` turns the switch on); with the switch off, as its verl path."""
+    the file (see the module docstring). A checkpoint folder verl loads is written as `load` alone when
+    it is an iteration folder (``.../iter_0000100``, which slime loads as it is, and reading `load` turns
+    the switch on); any other folder, or one with the switch off, as its verl paths (slime would read
+    another folder as a checkpoint root or as Hugging Face weights)."""
     load_path = KEYS_BY_NAME["load"].path
     out: dict[str, dict[str, Any]] = {}
     for role in roles:
@@ -125,7 +128,9 @@ def role_differences(cfg: DictConfig, roles: Sequence[str] = SLIME_ROLES) -> dic
         diffs = {**_block_differences(cfg, section), **_section_differences(cfg, role, section)}
         as_verl_path: set[str] = set()
         if load_path in diffs:
-            if paths.get(section, LOAD_SWITCH) is True:
+            folder = diffs[load_path]
+            loads = paths.get(section, LOAD_SWITCH) is True
+            if loads and isinstance(folder, str) and is_iteration_folder(folder):
                 diffs.pop(LOAD_SWITCH, None)
             else:
                 as_verl_path.add(load_path)

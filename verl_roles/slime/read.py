@@ -30,6 +30,7 @@ from verl_roles.errors import ConfigError, Problem, did_you_mean, unknown_key, y
 from verl_roles.layout import ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
 from verl_roles.limits import read_config_file
 from verl_roles.omegaconf_adapter.yaml_dialect import load_plain
+from verl_roles.slime.checkpoint import LoadError, resolve_load
 from verl_roles.slime.coerce import CoercionError, coerce, type_name
 from verl_roles.slime.names import (
     BLOCK_FILES,
@@ -49,6 +50,7 @@ from verl_roles.suggest import near_keys, near_names
 
 # slime's `load` loads the checkpoint; verl reads the path only when this switch is on, so `load`
 # turns it on for the role (a per-role command-line value of the switch still wins, with a warning).
+LOAD = "load"
 LOAD_SWITCH = f"{SLIME_ENGINE.role_block}.use_dist_checkpointing"
 
 # Where the names a file may hold are listed.
@@ -228,8 +230,23 @@ def _check_entry(
     entry = RoleEntry(index=index, role=str(role), name=name)
     for key, value in block.items():
         _check_value(f"{label} {block_name}.{key}", str(key), value, entry, problems, release)
+    if entry.values.get(LOAD) is not None:
+        _resolve_load(f"{label} {block_name}.{LOAD}", entry, problems, notes)
     _check_one_value_per_path(label, entry, problems)
     return entry if len(problems) == before else None
+
+
+def _resolve_load(where: str, entry: RoleEntry, problems: list[Problem], notes: list[str]) -> None:
+    """slime's ``load`` as the folder verl loads (a checkpoint root becomes its iteration folder), or the
+    problem saying why there is none (:mod:`verl_roles.slime.checkpoint`)."""
+    try:
+        folder, how = resolve_load(entry.values[LOAD], entry.role)
+    except LoadError as error:
+        problems.append(Problem(key=where, message=str(error), fix=error.fix))
+        return
+    entry.values[LOAD] = folder
+    if how:
+        notes.append(f"{where}: {how}.")
 
 
 def _check_one_value_per_path(label: str, entry: RoleEntry, problems: list[Problem]) -> None:
@@ -365,5 +382,5 @@ def role_assignments(entries: Sequence[RoleEntry]) -> Iterator[tuple[RoleEntry, 
         for name, value in entry.values.items():
             for target in role_paths(name):
                 yield entry, name, f"{section}.{target}", value
-            if name == "load" and value is not None and LOAD_SWITCH not in entry.values:
+            if name == LOAD and value is not None and LOAD_SWITCH not in entry.values:
                 yield entry, name, f"{section}.{LOAD_SWITCH}", True
