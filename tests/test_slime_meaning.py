@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import assert_user_error, flat, run_in_process
 from omegaconf import OmegaConf
@@ -269,3 +270,65 @@ def test_load_is_exported_as_slime_loads_it(tmp_path: Path, capsys):
     read_back = flat(verl_roles.compose([MEGATRON, f"megatron_config_path={out}"]))
     read_back["megatron_config_path"] = None
     assert read_back == flat(verl_roles.compose(typed))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Values the chosen verl release refuses are refused, naming the slime file's entry.
+
+
+def test_a_dtype_verl_refuses_is_refused_naming_the_entry(in_tmp: Path):
+    # McoreOptimizerConfig.__post_init__ asserts fp32 or bf16 spellings for the three dtypes.
+    values = {"use_precision_aware_optimizer": True, "exp_avg_dtype": "fp16"}
+    slime_file(in_tmp / "roles.yaml", {"actor": values})
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    assert_user_error(result, "actor_rollout_ref.actor.optim.exp_avg_dtype: is not a dtype verl 0.9.1's "
+                      "Megatron optimizer config accepts", "Got 'fp16'",
+                      "The value came from roles.yaml: megatron[0] (role actor) exp_avg_dtype")
+    assert not (in_tmp / "out").exists()
+
+
+def test_a_name_whose_key_the_release_lacks_is_refused(in_tmp: Path):
+    # verl 0.8.0's McoreOptimizerConfig has no precision-aware optimizer (its setup passes no dtype).
+    slime_file(in_tmp / "roles.yaml", {"critic": {"exp_avg_dtype": "bf16"}})
+    typed = [MEGATRON, "verl_version=0.8.0", "megatron_config_path=roles.yaml", "hydra.run.dir=out"]
+    result = run_in_process(typed, cwd=in_tmp)
+    assert_user_error(result, "megatron[0] (role critic) overrides.exp_avg_dtype: sets "
+                      "critic.optim.exp_avg_dtype, which is a key of verl 0.9.0 and verl 0.9.1 only",
+                      "remove `exp_avg_dtype` from the entry")
+    assert "not in struct" not in result.stderr
+    assert not (in_tmp / "out").exists()
+
+
+# ---------------------------------------------------------------------------------------------------
+# A real slime argument with no verl key of the role is refused with what slime does with it and why
+# verl-roles cannot map it; never "nothing would read it", which is false of an argument slime reads.
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "phrases"),
+    [
+        ("no_load_optim", True, ["slime then restores no optimizer state from `load`",
+                                 "loads the model weights only", "Fix: remove the key"]),
+        ("start_weight_decay", 0.0, ["slime (Megatron) starts the weight decay at this value",
+                                     "takes both ends from optim.weight_decay", "constant weight decay"]),
+        ("ref_load", "/ckpt/ref", ["slime loads the reference model from this checkpoint",
+                                   "actor_rollout_ref.ref.megatron.dist_checkpointing_path="]),
+        ("ckpt_step", 100, ["instead of the one its latest_checkpointed_iteration.txt names",
+                            "write that iteration folder as `load`"]),
+    ],
+)
+def test_an_unmapped_slime_argument_is_refused_with_what_slime_does(in_tmp: Path, name, value, phrases):
+    slime_file(in_tmp / "roles.yaml", {"actor": {name: value}})
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    refused = f"overrides.{name}: is a slime/Megatron argument verl-roles cannot map"
+    assert_user_error(result, refused, *phrases)
+    assert "nothing would read it" not in result.stderr
+
+
+def test_an_unknown_name_is_not_said_to_be_read_by_nothing(in_tmp: Path):
+    # A Megatron argument verl-roles has no row for: slime reads it, verl would not.
+    slime_file(in_tmp / "roles.yaml", {"actor": {"lr_warmup_samples": 100}})
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    assert_user_error(result, "overrides.lr_warmup_samples: is not a key of the slime names verl-roles reads",
+                      "no verl key is known to have its effect")
+    assert "nothing would read it" not in result.stderr

@@ -148,23 +148,90 @@ KEYS_BY_NAME: dict[str, SlimeKey] = {key.name: key for key in SLIME_KEYS}
 # written only when all of them carry one value; see verl_roles.slime.export).
 NAME_OF_PATH: dict[str, str] = {key.path: key.name for key in SLIME_KEYS if not key.also}
 
-# slime/Megatron arguments a slime role file may set that have no per-role place in verl: the reason
-# is the error message (slime applies them; here they would silently do nothing).
-UNMAPPED: dict[str, str] = {
-    "save": "verl has no per-role save directory: each role's checkpoint goes to "
-    "trainer.default_local_dir/global_step_<n>/<role>. Remove the key and set "
-    "trainer.default_local_dir=... on the command line",
-    "global_batch_size": "verl sets the samples of one optimizer step per role as ppo_mini_batch_size, "
-    "counted in prompts before the rollout.n expansion, not in samples. Remove the key and set "
-    "actor_rollout_ref.actor.ppo_mini_batch_size=... / critic.ppo_mini_batch_size=... on the command line",
-    "log_probs_max_tokens_per_gpu": "verl's token budget for computing log-probs is not a key of the "
-    "actor's or the critic's section (actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu, "
-    "critic.forward_max_token_len_per_gpu). Remove the key and set one of those on the command line",
-    "main_params_dtype": "verl's Megatron optimizer block has no main-parameter dtype (Megatron's default, "
-    "fp32, applies). Remove the key",
-    "kl_coef": "verl's KL settings are algorithm keys, not per-role ones (slime itself forces the critic's "
-    "to 0). Remove the key and set algorithm.kl_ctrl.kl_coef=... or "
-    "actor_rollout_ref.actor.kl_loss_coef=... on the command line",
+@dataclass(frozen=True)
+class Unmapped:
+    """A slime/Megatron argument a role file may hold that verl-roles refuses: what slime does with it,
+    why no verl key has that effect for the role, and what to do instead."""
+
+    slime: str
+    verl: str
+    fix: str
+
+
+# slime/Megatron arguments a slime role file may set that no verl key of the role can carry: slime reads
+# each (the refusal says how), and here it would silently do nothing. docs/slime.md prints this table.
+UNMAPPED: dict[str, Unmapped] = {
+    "save": Unmapped(
+        "slime saves the role's checkpoints into this folder",
+        "verl has no per-role save folder: each role's checkpoint goes to "
+        "trainer.default_local_dir/global_step_<n>/<role>",
+        "remove the key and set trainer.default_local_dir=... on the command line"),
+    "save_interval": Unmapped(
+        "slime saves the role's checkpoint every N rollouts",
+        "verl saves every role at once, every trainer.save_freq trainer steps",
+        "remove the key and set trainer.save_freq=N on the command line"),
+    "global_batch_size": Unmapped(
+        "slime takes one optimizer step per this many samples",
+        "verl sets a role's samples per optimizer step as ppo_mini_batch_size, counted in prompts before "
+        "the rollout.n expansion, a key the file does not map",
+        "remove the key and set actor_rollout_ref.actor.ppo_mini_batch_size=... / "
+        "critic.ppo_mini_batch_size=... on the command line"),
+    "log_probs_max_tokens_per_gpu": Unmapped(
+        "slime caps the tokens per GPU of a log-prob computation",
+        "verl's token budgets for log-probs are keys outside the actor's and the critic's sections",
+        "remove the key and set actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=... (the actor's) "
+        "or +critic.ppo_infer_max_token_len_per_gpu=... (the critic's) on the command line"),
+    "main_params_dtype": Unmapped(
+        "slime (Megatron) keeps the optimizer's main parameters in this dtype",
+        "verl's Megatron optimizer block has no main-parameter dtype, and Megatron-Core's OptimizerConfig "
+        "takes a torch dtype there, which a config cannot hold (fp32 applies)",
+        "remove the key"),
+    "kl_coef": Unmapped(
+        "slime weighs the KL penalty by it (and forces the critic's to 0)",
+        "verl's KL settings are algorithm keys, not per-role ones",
+        "remove the key and set algorithm.kl_ctrl.kl_coef=... or actor_rollout_ref.actor.kl_loss_coef=... "
+        "on the command line"),
+    "start_weight_decay": Unmapped(
+        "slime (Megatron) starts the weight decay at this value and moves it to end_weight_decay over the "
+        "run, following weight_decay_incr_style",
+        "verl's Megatron scheduler takes both ends from optim.weight_decay (get_megatron_optimizer_param_"
+        "scheduler, verl/utils/megatron/optimizer.py), so no verl key sets a ramp",
+        "remove the key; `weight_decay` sets verl's constant weight decay"),
+    "end_weight_decay": Unmapped(
+        "slime (Megatron) ends the weight decay at this value, moving it from start_weight_decay over the "
+        "run, following weight_decay_incr_style",
+        "verl's Megatron scheduler takes both ends from optim.weight_decay (get_megatron_optimizer_param_"
+        "scheduler, verl/utils/megatron/optimizer.py), so no verl key sets a ramp",
+        "remove the key; `weight_decay` sets verl's constant weight decay"),
+    "no_load_optim": Unmapped(
+        "slime then restores no optimizer state from `load`",
+        "verl never restores optimizer state from the folder `load` sets (load_mcore_dist_weights, "
+        "verl/utils/model.py, loads the model weights only): verl always behaves so, and no key switches it",
+        "remove the key"),
+    "no_load_rng": Unmapped(
+        "slime then restores no random-number state from `load`",
+        "verl restores no random-number state from the folder `load` sets (it loads the model weights only)",
+        "remove the key"),
+    "finetune": Unmapped(
+        "slime then loads only the model from `load`, starting the iteration count and optimizer anew",
+        "verl always does so with the folder `load` sets, and no key switches it",
+        "remove the key"),
+    "ckpt_step": Unmapped(
+        "slime loads this iteration of the `load` root instead of the one its "
+        "latest_checkpointed_iteration.txt names",
+        "verl loads one folder, not a root and an iteration",
+        "remove the key and write that iteration folder as `load` (`<root>/iter_0000100` for 100)"),
+    "ref_load": Unmapped(
+        "slime loads the reference model from this checkpoint",
+        "verl's reference policy is a role of its own (actor_rollout_ref.ref), which slime's role file does "
+        "not name",
+        "remove the key and set actor_rollout_ref.ref.megatron.dist_checkpointing_path=<iteration folder> "
+        "and actor_rollout_ref.ref.megatron.use_dist_checkpointing=true on the command line"),
+    "override_opt_param_scheduler": Unmapped(
+        "slime (Megatron) then takes the scheduler's settings from the arguments, not from the checkpoint",
+        "verl passes the opposite of optim.use_checkpoint_opt_param_scheduler there "
+        "(get_megatron_optimizer_param_scheduler, verl/utils/megatron/optimizer.py)",
+        "remove the key; `use_checkpoint_opt_param_scheduler: false` is verl's way to say it"),
 }
 
 

@@ -280,8 +280,9 @@ def _check_value(
         ))
         return
     if key in UNMAPPED:
-        problems.append(Problem(key=where, message="is a slime/Megatron argument with no per-role equivalent "
-                                "in verl", fix=UNMAPPED[key]))
+        reason = UNMAPPED[key]
+        problems.append(Problem(key=where, message=f"is a slime/Megatron argument verl-roles cannot map: "
+                                f"{reason.slime}, but {reason.verl}", fix=reason.fix))
         return
     if "." in key:
         _check_verl_path(where, key, value, entry, problems, release)
@@ -290,7 +291,8 @@ def _check_value(
     if spec is None:
         problems.append(unknown_key(
             where, "the slime names verl-roles reads",
-            because="slime would set it anyway, and nothing would read it",
+            because="no verl key is known to have its effect (a slime or Megatron argument verl-roles does "
+            "not map would do nothing here; a misspelt name slime sets anyway, and nothing reads it)",
             guesses=near_names(key, KEYS_BY_NAME, n=3),
             fix=f"the names are listed in {NAMES_DOC}; a setting slime has no name for is written as its "
             "verl path inside the role (megatron.param_offload)",
@@ -299,6 +301,8 @@ def _check_value(
     if _interpolation_in(value):
         problems.append(_interpolation_problem(where, ", ".join(spec.targets)))
         return
+    if _missing_in_release(where, key, spec.targets, entry, problems, release):
+        return
     kind = target_type(spec)
     try:
         entry.values[key] = coerce(value, kind, nullable=is_nullable(spec))
@@ -306,6 +310,23 @@ def _check_value(
         targets = ", ".join(spec.targets)
         problems.append(Problem(key=where, message=f"invalid value {value!r}: {error}",
                                 fix=f"write {type_name(kind)} (it sets {targets} of the role)"))
+
+
+def _missing_in_release(
+    where: str, name: str, targets: Sequence[str], entry: RoleEntry, problems: list[Problem], release: str
+) -> bool:
+    """Whether a target of the slime ``name`` is a key only other verl releases have (the precision-aware
+    optimizer's dtypes before verl 0.9.0); the problem gets the verdict the command line gets."""
+    found = False
+    for target in targets:
+        full = f"{ROLE_SECTIONS[entry.role]}.{target}" if entry.role in ROLE_SECTIONS else target
+        elsewhere = releases.elsewhere_problem_text(full, release, chosen=release != releases.DEFAULT_RELEASE)
+        if elsewhere is not None:
+            message, fix = elsewhere
+            fix = fix.replace(f"remove {full}", f"remove `{name}` from the entry")
+            problems.append(Problem(key=where, message=f"sets {full}, which {message}", fix=fix))
+            found = True
+    return found
 
 
 def _block_keys(block: str) -> list[str]:
