@@ -165,6 +165,14 @@ def test_a_length_with_no_ratio_is_exported_as_its_verl_path(capsys):
     assert written["actor"] == {"optim.lr_warmup_steps": 2}
 
 
+def test_a_warmup_given_both_ways_is_refused(in_tmp: Path):
+    # slime uses the fraction when it is set, verl the steps when they are positive: opposite choices.
+    slime_file(in_tmp / "roles.yaml", {"actor": {"lr_warmup_fraction": 0.1, "lr_warmup_iters": 8}})
+    result = run_in_process([MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"], cwd=in_tmp)
+    assert_user_error(result, "sets both `lr_warmup_fraction` and `lr_warmup_iters`",
+                      "slime would warm up by the fraction", "Fix: keep one of them")
+
+
 # ---------------------------------------------------------------------------------------------------
 # The critic's dynamic batching: verl's critic follows the actor's use_dynamic_bsz, slime's critic gets
 # the common baseline unless its own entry sets use_dynamic_batch_size.
@@ -332,3 +340,4 @@ def test_an_unknown_name_is_not_said_to_be_read_by_nothing(in_tmp: Path):
     assert_user_error(result, "overrides.lr_warmup_samples: is not a key of the slime names verl-roles reads",
                       "no verl key is known to have its effect")
     assert "nothing would read it" not in result.stderr
+

@@ -233,6 +233,7 @@ def _check_entry(
     if entry.values.get(LOAD) is not None:
         _resolve_load(f"{label} {block_name}.{LOAD}", entry, problems, notes)
     _check_one_value_per_path(label, entry, problems)
+    _check_one_warmup(label, entry, problems)
     return entry if len(problems) == before else None
 
 
@@ -247,6 +248,19 @@ def _resolve_load(where: str, entry: RoleEntry, problems: list[Problem], notes: 
     entry.values[LOAD] = folder
     if how:
         notes.append(f"{where}: {how}.")
+
+
+def _check_one_warmup(label: str, entry: RoleEntry, problems: list[Problem]) -> None:
+    """A warmup given both ways: slime takes ``lr_warmup_fraction`` and ignores ``lr_warmup_iters``
+    (get_optimizer_param_scheduler in slime/backends/megatron_utils/model.py), verl takes the steps and
+    ignores the ratio (get_megatron_optimizer_param_scheduler, verl/utils/megatron/optimizer.py)."""
+    iters = entry.values.get("lr_warmup_iters")
+    if entry.values.get("lr_warmup_fraction") is not None and isinstance(iters, int) and iters > 0:
+        problems.append(Problem(
+            key=label, message="sets both `lr_warmup_fraction` and `lr_warmup_iters`: slime would warm up by "
+            "the fraction and ignore the iterations, verl by the steps and ignore the ratio",
+            fix="keep one of them (Megatron's own command line refuses both)",
+        ))
 
 
 def _check_one_value_per_path(label: str, entry: RoleEntry, problems: list[Problem]) -> None:
