@@ -43,6 +43,15 @@ class LoadError(ValueError):
         self.fix = fix
 
 
+def _is(check: str, path: Path) -> bool:
+    """``path.exists()`` / ``is_file()`` / ``is_dir()``, false for a name the system cannot look up (a NUL
+    byte, a name too long)."""
+    try:
+        return bool(getattr(path, check)())
+    except (OSError, ValueError):
+        return False
+
+
 def is_iteration_folder(path: str) -> bool:
     """Whether ``path`` names one saved iteration of a Megatron checkpoint (``.../iter_0000100``), which
     slime and verl both load as it is."""
@@ -59,7 +68,7 @@ def resolve_load(value: str, role: str) -> tuple[str, str]:
     found (empty when ``value`` is that folder); :class:`LoadError` when there is none."""
     root = Path(value)
     if is_iteration_folder(value):
-        if root.exists() and not (root / DIST_METADATA).is_file():
+        if _is("exists", root) and not _is("is_file", root / DIST_METADATA):
             raise LoadError(
                 f"{value} holds no {DIST_METADATA}, so it is no distributed checkpoint: verl loads the "
                 "folder with Megatron-Core's dist_checkpointing, which reads only the distributed "
@@ -67,7 +76,7 @@ def resolve_load(value: str, role: str) -> tuple[str, str]:
                 "save the checkpoint in Megatron's torch_dist format, or name another iteration folder",
             )
         return value, ""
-    if not root.exists():
+    if not _is("exists", root):
         raise LoadError(
             f"{value} is not on this machine, so the folder verl loads cannot be found: slime's `load` is "
             f"usually a checkpoint root, whose {TRACKER} names the iteration folder it loads, while verl's "
@@ -77,9 +86,14 @@ def resolve_load(value: str, role: str) -> tuple[str, str]:
             f"{VERL_PATHS_FIX}",
         )
     tracker = root / TRACKER
-    if tracker.is_file():
-        return _iteration_of(value, root, tracker.read_text(encoding="utf-8").strip())
-    if (root / HF_CONFIG).is_file():
+    if _is("is_file", tracker):
+        try:
+            text = tracker.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise LoadError(f"{tracker} cannot be read ({type(error).__name__})",
+                            "name the iteration folder itself (`load: <root>/iter_0000100`)") from None
+        return _iteration_of(value, root, text)
+    if _is("is_file", root / HF_CONFIG):
         raise LoadError(
             f"{value} holds Hugging Face weights ({HF_CONFIG}, no {TRACKER}), which slime loads into "
             "Megatron; verl loads a role's Hugging Face weights from its model path, not from a Megatron "
@@ -105,8 +119,10 @@ def _iteration_of(value: str, root: Path, text: str) -> tuple[str, str]:
             f"{RELEASE!r})", "name the iteration folder itself (`load: <root>/iter_0000100`)",
         )
     leaf = root / name
-    if not (leaf / DIST_METADATA).is_file():
-        found = "is missing" if not leaf.is_dir() else f"holds no {DIST_METADATA} (no distributed checkpoint)"
+    if not _is("is_file", leaf / DIST_METADATA):
+        found = "is missing"
+        if _is("is_dir", leaf):
+            found = f"holds no {DIST_METADATA} (no distributed checkpoint)"
         raise LoadError(
             f"{value}/{TRACKER} names {name}, which {found}: verl loads the folder with Megatron-Core's "
             "dist_checkpointing, which reads only the distributed (torch_dist) format",
