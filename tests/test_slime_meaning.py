@@ -165,6 +165,14 @@ def test_a_length_with_no_ratio_is_exported_as_its_verl_path(capsys):
     assert written["actor"] == {"optim.lr_warmup_steps": 2}
 
 
+def test_explain_shows_the_file_count_and_its_conversion(tmp_path: Path, capsys):
+    path = slime_file(tmp_path / "roles.yaml", {"actor": {"lr_warmup_iters": 8}})
+    code = cli_main(["explain", f"{ACTOR_OPTIM}.lr_warmup_steps", MEGATRON, f"megatron_config_path={path}"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"{ACTOR_OPTIM}.lr_warmup_steps = 2" in out
+    assert "overrides.lr_warmup_iters (8 optimizer steps = 2 trainer steps of 4 optimizer steps" in out
+
 def test_a_warmup_given_both_ways_is_refused(in_tmp: Path):
     # slime uses the fraction when it is set, verl the steps when they are positive: opposite choices.
     slime_file(in_tmp / "roles.yaml", {"actor": {"lr_warmup_fraction": 0.1, "lr_warmup_iters": 8}})
@@ -340,4 +348,5 @@ def test_an_unknown_name_is_not_said_to_be_read_by_nothing(in_tmp: Path):
     assert_user_error(result, "overrides.lr_warmup_samples: is not a key of the slime names verl-roles reads",
                       "no verl key is known to have its effect")
     assert "nothing would read it" not in result.stderr
+
 

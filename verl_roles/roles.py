@@ -92,13 +92,15 @@ class RoleSources:
 @dataclass(frozen=True)
 class SlimeValue:
     """A value of the slime file: its entry (``FILE: megatron[i] (role R)``), slime key, the config key
-    it sets and its value; not ``applied`` when the command line sets that key and wins."""
+    it sets and its value; not ``applied`` when the command line sets that key and wins; ``converted``
+    says how the file's value was turned into verl's unit (a count of optimizer steps)."""
 
     entry: str
     name: str
     target: str
     value: Any
     applied: bool
+    converted: str = ""
 
 
 @dataclass(frozen=True)
@@ -260,23 +262,23 @@ def _cli_key_covering(sources: RoleSources, path: str) -> str | None:
 def _in_verl_units(
     cfg: DictConfig, path: str, entry: RoleEntry, name: str, value: Any, problems: list[Problem],
     notes: list[str],
-) -> Any:
-    """The file's ``value`` of slime ``name`` in the unit of the verl key it sets: a count of optimizer
-    steps becomes trainer steps (:mod:`verl_roles.slime.schedule`; a count with no equal is a problem,
-    a conversion a note)."""
+) -> tuple[Any, str]:
+    """The file's ``value`` of slime ``name`` in the unit of the verl key it sets, and how it was
+    converted: a count of optimizer steps becomes trainer steps (:mod:`verl_roles.slime.schedule`; a
+    count with no equal is a problem, a conversion a note)."""
     spec = KEYS_BY_NAME.get(name)
     if spec is None or not spec.counts_optimizer_steps:
-        return value
+        return value, ""
     try:
         steps, how = schedule.to_trainer_steps(cfg, entry.role, name, spec.path, value)
     except schedule.ScheduleError as error:
         problems.append(Problem(key=f"{entry.label(path)} {name}", message=str(error), fix=error.fix))
-        return value
+        return value, ""
     if how:
         target = f"{ROLE_SECTIONS[entry.role]}.{spec.path}"
         notes.append(f"{entry.label(path)} {name}={value}: {how}; set {target}={steps}, since verl steps the "
                      "learning-rate scheduler once per trainer step.")
-    return steps
+    return steps, how
 
 
 def _apply_slime(
@@ -284,21 +286,22 @@ def _apply_slime(
 ) -> tuple[SlimeValue, ...]:
     """Set what the file gives each role (the command line's per-role keys win); every value is checked,
     and converted to verl's unit, before the first one is set."""
-    planned: list[tuple[RoleEntry, str, str, Any, str | None]] = []
+    planned: list[tuple[RoleEntry, str, str, Any, str | None, str]] = []
     problems: list[Problem] = []
     notes: list[str] = []
     for entry, name, target, value in role_assignments(entries):
         covering = _cli_key_covering(sources, target)
+        how = ""
         if covering is None:
-            value = _in_verl_units(cfg, path, entry, name, value, problems, notes)
-        planned.append((entry, name, target, value, covering))
+            value, how = _in_verl_units(cfg, path, entry, name, value, problems, notes)
+        planned.append((entry, name, target, value, covering, how))
     if problems:
         raise ConfigError(problems)
     for note in notes:
         warn(note, ConfigTranslationWarning)
-    _followers_keep_their_value(cfg, {target for _, _, target, _, covering in planned if covering is None})
+    _followers_keep_their_value(cfg, {plan[2] for plan in planned if plan[4] is None})
     values: list[SlimeValue] = []
-    for entry, name, target, value, covering in planned:
+    for entry, name, target, value, covering, how in planned:
         if covering is not None:
             warn(
                 f"{target}: the command line ({covering}={sources.cli_value(covering)}) wins over "
@@ -307,7 +310,8 @@ def _apply_slime(
         else:
             # A key of a mapping verl passes on (optim.override_optimizer_config) is added there.
             paths.assign(cfg, target, value, add=passed_on.inside(target) is not None)
-        values.append(SlimeValue(entry.label(path), name, target, value, applied=covering is None))
+        values.append(
+            SlimeValue(entry.label(path), name, target, value, applied=covering is None, converted=how))
     return tuple(values)
 
 
