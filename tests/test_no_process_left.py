@@ -66,7 +66,11 @@ def test_what_launch_started_ends_when_launch_is_killed_outright(tmp_path, capsy
     """The stand-in answers the probe, then stands in for what launch starts next: verl's checks, or
     (with --skip-verl-checks) the trainer."""
     run_dir = tmp_path / "run"
-    assert main([f"hydra.run.dir={run_dir}", "hydra/job_logging=none", "hydra/hydra_logging=none"]) == 0
+    # Paths of the user's (launch refuses a run whose model or data path is still the shipped placeholder).
+    paths = ["actor_rollout_ref.model.path=/models/tiny", "data.train_files=/data/train.parquet",
+             "data.val_files=/data/test.parquet"]
+    quiet = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
+    assert main([*paths, f"hydra.run.dir={run_dir}", *quiet]) == 0
     python = stand_in(tmp_path, """echo '{"found": true, "version": "0.9.1"}'; exit 0""")
     skip = ["--skip-verl-checks"] if child == "trainer" else []
     process = subprocess.Popen(
