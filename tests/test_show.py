@@ -13,7 +13,7 @@ from verl_roles.cli import main as cli
 MEGATRON = "model_engine=megatron"
 SLIME = (
     "megatron:\n  - role: critic\n    overrides:\n      min_lr: 1e-6\n      lr_decay_style: cosine\n"
-    "      lr_warmup_iters: 10\n"
+    "      lr_warmup_iters: 40\n"
 )
 
 
@@ -39,6 +39,7 @@ def test_show_prints_exactly_what_the_run_writes(tmp_path: Path, run_args: list[
     assert cli(["show", "--role", "critic", *run_args]) == 0
     shown = capsys.readouterr().out
     assert shown == (out / "roles/critic.yaml").read_text()
+    # lr_warmup_iters counts optimizer steps: 40 of them are 10 trainer steps of 4.
     assert "min_lr: 1.0e-06" in shown and "lr_decay_style: cosine" in shown and "lr_warmup_steps: 10" in shown
 
 

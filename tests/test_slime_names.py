@@ -91,6 +91,8 @@ def test_export_writes_slime_names_and_reads_back(tmp_path: Path, capsys):
         {"name": "default", "role": "critic", "overrides": {
             "lr": 1e-05, "use_precision_aware_optimizer": True, "exp_avg_dtype": "bf16",
             "main_grads_dtype": "bf16", "offload_train": True, "micro_batch_size": 2,
+            # The critic follows the actor's use_dynamic_bsz here; slime's critic would not.
+            "use_dynamic_batch_size": True,
         }},
     ]}
     line = next(x for x in out.read_text().splitlines() if x.startswith("# Read it back with: "))

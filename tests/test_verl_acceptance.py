@@ -106,6 +106,10 @@ megatron:
     overrides:
       lr: 2.0e-6
       use_distributed_optimizer: "false"
+      adam_beta2: 0.98
+      adam_eps: 1.0e-6
+      lr_warmup_iters: 8
+      use_dynamic_batch_size: true
   - name: critic
     role: critic
     args:

@@ -113,6 +113,13 @@ def _gate(resolved: DictConfig, inputs: StepInputs) -> list[Problem]:
     return [replace(p, origin=p.origin or inputs.origin_of(p.key)) for p in findings.problems]
 
 
+def _slime_origins(roles_report: roles.RolesReport) -> dict[str, str]:
+    """Each key a slime file set -> its entry and name (``roles.yaml: megatron[0] (role critic)
+    exp_avg_dtype``), which a problem of the key names as where its value came from."""
+    values = roles_report.slime_values
+    return {value.target: f"{value.entry} {value.name}" for value in values if value.applied}
+
+
 def _user_keys(inputs: StepInputs, roles_report: roles.RolesReport) -> dict[str, str]:
     """Every key the user set (the command line, a slime file, a file of their own) -> where."""
     user: dict[str, str] = {key: "command line" for key in inputs.command.set_keys()}
@@ -171,6 +178,7 @@ def finalize(
         extra=[*_gate(resolved, inputs), *roles_report.problems, *removed],
         notices=NOTICES,
         followed=followed,
+        origins=_slime_origins(roles_report),
     )
     user = _user_keys(inputs, roles_report)
     settings = SettingsReport(tuple(inert.inert_values(resolved, user)),

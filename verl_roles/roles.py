@@ -27,14 +27,29 @@ from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from verl_roles import paths
+from verl_roles import passed_on, paths
 from verl_roles.cmdline import CommandLine
 from verl_roles.errors import ConfigError, Problem
-from verl_roles.layout import ENGINE_KEY, ROLE_GROUPS, ROLE_SECTIONS, SLIME_ENGINE, TOPOLOGY_SETTING, engine
-from verl_roles.notices import warn
+from verl_roles.layout import (
+    ENGINE_KEY,
+    ROLE_GROUPS,
+    ROLE_SECTIONS,
+    SLIME_ENGINE,
+    SLIME_ROLES,
+    TOPOLOGY_SETTING,
+    engine,
+)
+from verl_roles.notices import ConfigTranslationWarning, warn
 from verl_roles.releases import release_of
 from verl_roles.rules.values import critic_in_use
-from verl_roles.slime.names import RESOURCE_KEYS, SLIME_PATH_KEY
+from verl_roles.slime import schedule
+from verl_roles.slime.names import (
+    KEYS_BY_NAME,
+    RESOURCE_KEYS,
+    SECTION_PATHS,
+    SLIME_PATH_KEY,
+    followed_role_key,
+)
 from verl_roles.slime.read import RoleEntry, read_slime_file, role_assignments
 
 # The one command-line key under `critic` that is a switch, not a critic override.
@@ -77,13 +92,15 @@ class RoleSources:
 @dataclass(frozen=True)
 class SlimeValue:
     """A value of the slime file: its entry (``FILE: megatron[i] (role R)``), slime key, the config key
-    it sets and its value; not ``applied`` when the command line sets that key and wins."""
+    it sets and its value; not ``applied`` when the command line sets that key and wins; ``converted``
+    says how the file's value was turned into verl's unit (a count of optimizer steps)."""
 
     entry: str
     name: str
     target: str
     value: Any
     applied: bool
+    converted: str = ""
 
 
 @dataclass(frozen=True)
@@ -242,21 +259,87 @@ def _cli_key_covering(sources: RoleSources, path: str) -> str | None:
     return None
 
 
+def _in_verl_units(
+    cfg: DictConfig, path: str, entry: RoleEntry, name: str, value: Any, problems: list[Problem],
+    notes: list[str],
+) -> tuple[Any, str]:
+    """The file's ``value`` of slime ``name`` in the unit of the verl key it sets, and how it was
+    converted: a count of optimizer steps becomes trainer steps (:mod:`verl_roles.slime.schedule`; a
+    count with no equal is a problem, a conversion a note)."""
+    spec = KEYS_BY_NAME.get(name)
+    if spec is None or not spec.counts_optimizer_steps:
+        return value, ""
+    try:
+        steps, how = schedule.to_trainer_steps(cfg, entry.role, name, spec.path, value)
+    except schedule.ScheduleError as error:
+        problems.append(Problem(key=f"{entry.label(path)} {name}", message=str(error), fix=error.fix))
+        return value, ""
+    if how:
+        target = f"{ROLE_SECTIONS[entry.role]}.{spec.path}"
+        notes.append(f"{entry.label(path)} {name}={value}: {how}; set {target}={steps}, since verl steps the "
+                     "learning-rate scheduler once per trainer step.")
+    return steps, how
+
+
 def _apply_slime(
     cfg: DictConfig, path: str, entries: Sequence[RoleEntry], sources: RoleSources
 ) -> tuple[SlimeValue, ...]:
-    values: list[SlimeValue] = []
+    """Set what the file gives each role (the command line's per-role keys win); every value is checked,
+    and converted to verl's unit, before the first one is set."""
+    planned: list[tuple[RoleEntry, str, str, Any, str | None, str]] = []
+    problems: list[Problem] = []
+    notes: list[str] = []
     for entry, name, target, value in role_assignments(entries):
         covering = _cli_key_covering(sources, target)
+        how = ""
+        if covering is None:
+            value, how = _in_verl_units(cfg, path, entry, name, value, problems, notes)
+        planned.append((entry, name, target, value, covering, how))
+    if problems:
+        raise ConfigError(problems)
+    for note in notes:
+        warn(note, ConfigTranslationWarning)
+    _followers_keep_their_value(cfg, {plan[2] for plan in planned if plan[4] is None})
+    values: list[SlimeValue] = []
+    for entry, name, target, value, covering, how in planned:
         if covering is not None:
             warn(
                 f"{target}: the command line ({covering}={sources.cli_value(covering)}) wins over "
                 f"{entry.label(path)} {name}={value!r}; per-role command-line keys have the last word."
             )
         else:
-            paths.assign(cfg, target, value)
-        values.append(SlimeValue(entry.label(path), name, target, value, applied=covering is None))
+            # A key of a mapping verl passes on (optim.override_optimizer_config) is added there.
+            paths.assign(cfg, target, value, add=passed_on.inside(target) is not None)
+        values.append(
+            SlimeValue(entry.label(path), name, target, value, applied=covering is None, converted=how))
     return tuple(values)
+
+
+def _followers_keep_their_value(cfg: DictConfig, targets: set[str]) -> None:
+    """A key of a role's own section that follows another role's key (the critic's ``use_dynamic_bsz:
+    ${actor_rollout_ref.actor.use_dynamic_bsz}``) keeps the value it has without the file when the file
+    sets the followed key and not the follower: in slime, what one role's entry sets never reaches the
+    other role, which keeps the common baseline. Said with a warning, since verl alone would follow."""
+    for role in SLIME_ROLES:
+        if role == "critic" and not critic_in_use(cfg):
+            continue  # verl reads no critic key then
+        section = ROLE_SECTIONS[role]
+        raw = OmegaConf.to_container(OmegaConf.select(cfg, section), resolve=False)
+        for key in SECTION_PATHS:
+            followed = followed_role_key(raw.get(key))
+            follower = f"{section}.{key}"
+            if followed is None or follower in targets:
+                continue
+            leader = f"{ROLE_SECTIONS[followed[0]]}.{followed[1]}"
+            if leader not in targets:
+                continue
+            value = OmegaConf.select(cfg, follower)
+            paths.assign(cfg, follower, value)
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)
+            warn(f"{follower} keeps {shown}, its value without the slime file, which sets {leader} in the "
+                 f"{followed[0]}'s entry only: in slime a role's entry reaches no other role, while verl "
+                 f"alone would make {follower} follow {leader}. Set it in the {role}'s entry (or on the "
+                 "command line) to choose it.")
 
 
 def _critic_follows_actor_layout(cfg: DictConfig) -> tuple[str, ...]:

@@ -237,7 +237,8 @@ class _Pipeline:
             ]
         assert isinstance(report, RolesReport)
         events = [
-            _Event(report.step, (value.target,), f"{value.entry} overrides.{value.name}")
+            _Event(report.step, (value.target,), f"{value.entry} overrides.{value.name}"
+                   + (f" ({value.converted})" if value.converted else ""))
             for value in report.slime_values
             if value.applied
         ]

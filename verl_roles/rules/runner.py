@@ -35,13 +35,15 @@ def validate(
     extra: Iterable[Problem] = (),
     notices: Sequence[Notice] = (),
     followed: Mapping[str, str] | None = None,
+    origins: Mapping[str, str] | None = None,
 ) -> None:
     """Warn with every notice's messages, then raise :class:`ConfigError` listing every problem
     (``extra`` ones found by earlier steps first), or return when the config is valid.
 
     ``followed`` (key -> the key its value was a plain reference to, from resolution) lets a problem
     be reported where the value was set: the same problem at every role block that follows one baseline
-    key is one problem at that key (see :func:`at_the_key_set`).
+    key is one problem at that key (see :func:`at_the_key_set`). ``origins`` (key -> where its value came
+    from, such as a slime file's entry) names the origin of a problem no step named.
     """
     for check in notices:
         for message in check(cfg):
@@ -49,7 +51,11 @@ def validate(
     problems = [*extra, *collect_problems(cfg, rules)]
     if problems:
         problems = at_the_key_set(problems, followed or {})
-        raise ConfigError([_with_file_origin(cfg, problem) for problem in problems])
+        known = origins or {}
+        raise ConfigError([
+            _with_file_origin(cfg, replace(problem, origin=problem.origin or known.get(problem.key, "")))
+            for problem in problems
+        ])
 
 
 def source_of(key: str, followed: Mapping[str, str]) -> str:

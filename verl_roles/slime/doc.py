@@ -36,8 +36,10 @@ def names_table() -> str:
 
 def unmapped_table() -> str:
     """The slime/Megatron names a slime role file may hold that verl-roles refuses, and why."""
-    rows = ["| slime name | why it is refused, and what to do instead |", "| --- | --- |"]
-    rows += [f"| `{name}` | {reason}. |" for name, reason in UNMAPPED.items()]
+    rows = ["| slime name | what slime does with it | why verl-roles cannot map it | what to do instead |",
+            "| --- | --- | --- | --- |"]
+    rows += [f"| `{name}` | {why.slime} | {why.verl} | {why.fix[0].upper()}{why.fix[1:]}. |"
+             for name, why in UNMAPPED.items()]
     return "\n".join(rows)
 
 

@@ -19,11 +19,14 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles import paths
 from verl_roles.layout import ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
+from verl_roles.slime import schedule
+from verl_roles.slime.checkpoint import is_iteration_folder
 from verl_roles.slime.names import (
     BLOCK_FILES,
     FILE_KEY,
     KEYS_BY_NAME,
     NAME_OF_PATH,
+    SECTION_PATHS,
     SLIME_KEYS,
     SLIME_PATH_KEY,
     block_defaults,
@@ -34,13 +37,11 @@ from verl_roles.slime.read import LOAD_SWITCH
 # verl's key naming the class a block is built into; never a per-role setting.
 TARGET_KEY = "_target_"
 
-# The keys of a role's own section the table maps (outside its blocks).
-SECTION_PATHS: tuple[str, ...] = tuple(
-    target for key in SLIME_KEYS if not key.in_block for target in key.targets
-)
-
 # Names with several paths, written only when all paths carry one value.
 SHARED_NAMES = tuple(key for key in SLIME_KEYS if key.also)
+
+# Names whose value slime counts in optimizer steps and verl in trainer steps.
+COUNTED_IN_OPTIMIZER_STEPS = tuple(key for key in SLIME_KEYS if key.counts_optimizer_steps)
 
 
 def _plain(value: Any) -> Any:
@@ -60,18 +61,14 @@ def _block_baseline(cfg: DictConfig, path: str) -> Any:
 
 def _block_differences(cfg: DictConfig, section: dict[str, Any]) -> dict[str, Any]:
     """Role-relative path -> value for every leaf of the role's engine and optimizer blocks that differs
-    from the baseline; a list the table maps item by item (``optim.betas``) is compared item by item."""
+    from the baseline (a list is one leaf: ``optim.betas``, which no slime name sets, is a verl path)."""
     diffs: dict[str, Any] = {}
     for block in BLOCK_FILES:
         for path, value in paths.leaves(section.get(block, {}), (block,)):
             if path[-1] == TARGET_KEY:
                 continue  # the class verl builds the block into: structure, not a setting
             key = paths.dotted(path)
-            baseline = _block_baseline(cfg, key)
-            if f"{key}.0" in NAME_OF_PATH and isinstance(value, list) and isinstance(baseline, list):
-                items = enumerate(value)
-                diffs.update({f"{key}.{i}": v for i, v in items if i >= len(baseline) or v != baseline[i]})
-            elif value != baseline:
+            if value != _block_baseline(cfg, key):
                 diffs[key] = value
     return diffs
 
@@ -103,10 +100,27 @@ def _named(diffs: dict[str, Any], as_verl_path: set[str]) -> dict[str, Any]:
     return out
 
 
+def _in_optimizer_steps(cfg: DictConfig, role: str, diffs: dict[str, Any]) -> set[str]:
+    """Convert, in place, the schedule lengths among ``diffs`` from verl's trainer steps to slime's
+    optimizer steps (:mod:`verl_roles.slime.schedule`); return the paths that cannot be (the config does
+    not give a whole ratio), which are written as their verl paths, in trainer steps."""
+    unconverted: set[str] = set()
+    for key in COUNTED_IN_OPTIMIZER_STEPS:
+        if key.path not in diffs:
+            continue
+        try:
+            diffs[key.path] = schedule.to_optimizer_steps(cfg, role, key.path, diffs[key.path])
+        except schedule.ScheduleError:
+            unconverted.add(key.path)
+    return unconverted
+
+
 def role_differences(cfg: DictConfig, roles: Sequence[str] = SLIME_ROLES) -> dict[str, dict[str, Any]]:
     """Role -> {file key: value} for every setting of the role that differs from what it gets without
-    the file (see the module docstring). A `load` path with the checkpoint switch on is written as `load`
-    alone (reading `load` turns the switch on); with the switch off, as its verl path."""
+    the file (see the module docstring). A checkpoint folder verl loads is written as `load` alone when
+    it is an iteration folder (``.../iter_0000100``, which slime loads as it is, and reading `load` turns
+    the switch on); any other folder, or one with the switch off, as its verl paths (slime would read
+    another folder as a checkpoint root or as Hugging Face weights)."""
     load_path = KEYS_BY_NAME["load"].path
     out: dict[str, dict[str, Any]] = {}
     for role in roles:
@@ -114,10 +128,13 @@ def role_differences(cfg: DictConfig, roles: Sequence[str] = SLIME_ROLES) -> dic
         diffs = {**_block_differences(cfg, section), **_section_differences(cfg, role, section)}
         as_verl_path: set[str] = set()
         if load_path in diffs:
-            if paths.get(section, LOAD_SWITCH) is True:
+            folder = diffs[load_path]
+            loads = paths.get(section, LOAD_SWITCH) is True
+            if loads and isinstance(folder, str) and is_iteration_folder(folder):
                 diffs.pop(LOAD_SWITCH, None)
             else:
                 as_verl_path.add(load_path)
+        as_verl_path |= _in_optimizer_steps(cfg, role, diffs)
         named = _named(diffs, as_verl_path)
         if named:
             out[role] = named

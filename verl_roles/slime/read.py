@@ -30,6 +30,7 @@ from verl_roles.errors import ConfigError, Problem, did_you_mean, unknown_key, y
 from verl_roles.layout import ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
 from verl_roles.limits import read_config_file
 from verl_roles.omegaconf_adapter.yaml_dialect import load_plain
+from verl_roles.slime.checkpoint import LoadError, resolve_load
 from verl_roles.slime.coerce import CoercionError, coerce, type_name
 from verl_roles.slime.names import (
     BLOCK_FILES,
@@ -49,6 +50,7 @@ from verl_roles.suggest import near_keys, near_names
 
 # slime's `load` loads the checkpoint; verl reads the path only when this switch is on, so `load`
 # turns it on for the role (a per-role command-line value of the switch still wins, with a warning).
+LOAD = "load"
 LOAD_SWITCH = f"{SLIME_ENGINE.role_block}.use_dist_checkpointing"
 
 # Where the names a file may hold are listed.
@@ -228,8 +230,37 @@ def _check_entry(
     entry = RoleEntry(index=index, role=str(role), name=name)
     for key, value in block.items():
         _check_value(f"{label} {block_name}.{key}", str(key), value, entry, problems, release)
+    if entry.values.get(LOAD) is not None:
+        _resolve_load(f"{label} {block_name}.{LOAD}", entry, problems, notes)
     _check_one_value_per_path(label, entry, problems)
+    _check_one_warmup(label, entry, problems)
     return entry if len(problems) == before else None
+
+
+def _resolve_load(where: str, entry: RoleEntry, problems: list[Problem], notes: list[str]) -> None:
+    """slime's ``load`` as the folder verl loads (a checkpoint root becomes its iteration folder), or the
+    problem saying why there is none (:mod:`verl_roles.slime.checkpoint`)."""
+    try:
+        folder, how = resolve_load(entry.values[LOAD], entry.role)
+    except LoadError as error:
+        problems.append(Problem(key=where, message=str(error), fix=error.fix))
+        return
+    entry.values[LOAD] = folder
+    if how:
+        notes.append(f"{where}: {how}.")
+
+
+def _check_one_warmup(label: str, entry: RoleEntry, problems: list[Problem]) -> None:
+    """A warmup given both ways: slime takes ``lr_warmup_fraction`` and ignores ``lr_warmup_iters``
+    (get_optimizer_param_scheduler in slime/backends/megatron_utils/model.py), verl takes the steps and
+    ignores the ratio (get_megatron_optimizer_param_scheduler, verl/utils/megatron/optimizer.py)."""
+    iters = entry.values.get("lr_warmup_iters")
+    if entry.values.get("lr_warmup_fraction") is not None and isinstance(iters, int) and iters > 0:
+        problems.append(Problem(
+            key=label, message="sets both `lr_warmup_fraction` and `lr_warmup_iters`: slime would warm up by "
+            "the fraction and ignore the iterations, verl by the steps and ignore the ratio",
+            fix="keep one of them (Megatron's own command line refuses both)",
+        ))
 
 
 def _check_one_value_per_path(label: str, entry: RoleEntry, problems: list[Problem]) -> None:
@@ -263,8 +294,9 @@ def _check_value(
         ))
         return
     if key in UNMAPPED:
-        problems.append(Problem(key=where, message="is a slime/Megatron argument with no per-role equivalent "
-                                "in verl", fix=UNMAPPED[key]))
+        reason = UNMAPPED[key]
+        problems.append(Problem(key=where, message=f"is a slime/Megatron argument verl-roles cannot map: "
+                                f"{reason.slime}, but {reason.verl}", fix=reason.fix))
         return
     if "." in key:
         _check_verl_path(where, key, value, entry, problems, release)
@@ -273,7 +305,8 @@ def _check_value(
     if spec is None:
         problems.append(unknown_key(
             where, "the slime names verl-roles reads",
-            because="slime would set it anyway, and nothing would read it",
+            because="no verl key is known to have its effect (a slime or Megatron argument verl-roles does "
+            "not map would do nothing here; a misspelt name slime sets anyway, and nothing reads it)",
             guesses=near_names(key, KEYS_BY_NAME, n=3),
             fix=f"the names are listed in {NAMES_DOC}; a setting slime has no name for is written as its "
             "verl path inside the role (megatron.param_offload)",
@@ -282,6 +315,8 @@ def _check_value(
     if _interpolation_in(value):
         problems.append(_interpolation_problem(where, ", ".join(spec.targets)))
         return
+    if _missing_in_release(where, key, spec.targets, entry, problems, release):
+        return
     kind = target_type(spec)
     try:
         entry.values[key] = coerce(value, kind, nullable=is_nullable(spec))
@@ -289,6 +324,23 @@ def _check_value(
         targets = ", ".join(spec.targets)
         problems.append(Problem(key=where, message=f"invalid value {value!r}: {error}",
                                 fix=f"write {type_name(kind)} (it sets {targets} of the role)"))
+
+
+def _missing_in_release(
+    where: str, name: str, targets: Sequence[str], entry: RoleEntry, problems: list[Problem], release: str
+) -> bool:
+    """Whether a target of the slime ``name`` is a key only other verl releases have (the precision-aware
+    optimizer's dtypes before verl 0.9.0); the problem gets the verdict the command line gets."""
+    found = False
+    for target in targets:
+        full = f"{ROLE_SECTIONS[entry.role]}.{target}" if entry.role in ROLE_SECTIONS else target
+        elsewhere = releases.elsewhere_problem_text(full, release, chosen=release != releases.DEFAULT_RELEASE)
+        if elsewhere is not None:
+            message, fix = elsewhere
+            fix = fix.replace(f"remove {full}", f"remove `{name}` from the entry")
+            problems.append(Problem(key=where, message=f"sets {full}, which {message}", fix=fix))
+            found = True
+    return found
 
 
 def _block_keys(block: str) -> list[str]:
@@ -365,5 +417,5 @@ def role_assignments(entries: Sequence[RoleEntry]) -> Iterator[tuple[RoleEntry, 
         for name, value in entry.values.items():
             for target in role_paths(name):
                 yield entry, name, f"{section}.{target}", value
-            if name == "load" and value is not None and LOAD_SWITCH not in entry.values:
+            if name == LOAD and value is not None and LOAD_SWITCH not in entry.values:
                 yield entry, name, f"{section}.{LOAD_SWITCH}", True
