@@ -344,6 +344,8 @@ def test_the_defaults_of_every_engine_set_what_verl_requires():
         ([f"{A}.ulysses_sequence_parallel_size=4", "trainer.n_gpus_per_node=2"],
          f"{A}.fsdp_config.ulysses_sequence_parallel_size",
          "ulysses_sequence_parallel_size = 4 does not divide the 2 GPUs"),
+        ([f"{RO}.expert_parallel_size=2", f"{RO}.tensor_model_parallel_size=4"],
+         f"{RO}.expert_parallel_size", "spreads experts over one replica's TP*DP = 4*1 = 4 GPUs"),
         (["model_engine=torchtitan", f"{A}.torchtitan.tensor_parallel_size=3"],
          f"{A}.torchtitan.tensor_parallel_size", "TP*PP*CP = 3*1*1 = 3 does not divide the 8 GPUs"),
         (["model_engine=megatron", "actor_critic_same_topology=false",

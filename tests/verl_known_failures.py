@@ -41,6 +41,12 @@ KNOWN_FAILURES: tuple[KnownFailure, ...] = (
         "passed",
     ),
     KnownFailure(
+        "*", "worker init_model", "No module named 'nvtx'",
+        "the machine, not the config: the Nsight Systems profiler (global_profiler.tool=nsys, verl's *_nsys "
+        "launches) imports NVIDIA's nvtx package when the worker builds its profiler; the acceptance venvs "
+        "install verl's CPU-only core",
+    ),
+    KnownFailure(
         "*", "worker init_model", "No module named 'torch_npu'",
         "the machine, not the config: an Ascend NPU profiler (global_profiler.tool=npu, verl's NPU profiling "
         "examples) imports torch_npu when the worker builds its profiler; the acceptance venvs are CPU-only",
@@ -72,7 +78,7 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "model_engine=mindspeed: the Ascend NPU engine of the releases that ship it; verl_roles offers the "
         "GPU engines (verl_roles/verl_differences.py, ENGINES_NOT_OFFERED)",
         releases.with_engine("mindspeed"),
-        witness=("model_engine=mindspeed",),
+        witness=("model_engine=mindspeed", "algorithm.adv_estimator=grpo"),
     ),
     DeliberateRefusal(
         "example:volcengine/*router_replay*",
@@ -129,6 +135,21 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
             "model_engine=megatron",
             "actor_rollout_ref.actor.use_kl_loss=true",
             "actor_rollout_ref.ref.megatron.tensor_model_parallel_size=2",
+        ),
+    ),
+    DeliberateRefusal(
+        "*",
+        "TP*PP*CP = ",
+        "a Megatron layout whose TP*PP*CP does not divide the GPUs: verl's validate_config checks only the "
+        "actor's, and only with static batches (verl/utils/config.py); otherwise verl takes the config up "
+        "to Ray and Megatron-Core's initialize_model_parallel refuses the world size when the worker builds "
+        "its engine (the engine build is the part of init_model a CPU cannot run)",
+        witness=(
+            "model_engine=megatron",
+            "algorithm.adv_estimator=grpo",
+            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3",
+            "actor_rollout_ref.actor.use_dynamic_bsz=true",
+            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true",
         ),
     ),
     DeliberateRefusal(

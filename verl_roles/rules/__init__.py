@@ -23,6 +23,7 @@ RULES: tuple[Rule, ...] = (
     cross_key.batch_sizes_are_consistent,
     batching.micro_batches_are_set_as_verl_reads_them,
     batching.rollout_replicas_fit_the_gpus,
+    batching.rollout_expert_parallel_fits_the_replica,
     tables.values_come_from_their_known_set,
     tables.values_are_in_range,
     schema_rules.every_value_is_usable,

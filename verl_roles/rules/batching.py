@@ -179,3 +179,39 @@ def rollout_replicas_fit_the_gpus(cfg: DictConfig) -> Iterable[Problem]:
         f"{release_of(cfg)} asserts it when the worker builds the rollout ({INIT_MODEL})",
         fix="pick rollout tensor/data/pipeline parallel sizes whose product divides the GPU count",
     )
+
+
+def rollout_expert_parallel_fits_the_replica(cfg: DictConfig) -> Iterable[Problem]:
+    """verl's RolloutConfig (every supported release, verl/workers/config/rollout.py) asserts: for a
+    rollout other than trtllm, an expert parallel size above 1 equals one replica's TP * DP; a MoE tensor
+    parallel size above 1 only with trtllm; and under trtllm, with both above 1, their product equals
+    TP. The section is converted before any worker starts its rollout."""
+    name = get(cfg, f"{ROLLOUT}.name")
+    ep = count(cfg, f"{ROLLOUT}.expert_parallel_size") or 1
+    moe_tp = count(cfg, f"{ROLLOUT}.moe_tensor_parallel_size") or 1
+    tp = count(cfg, f"{ROLLOUT}.tensor_model_parallel_size") or 1
+    dp = count(cfg, f"{ROLLOUT}.data_parallel_size") or 1
+    where = f"verl {release_of(cfg)}'s RolloutConfig asserts it (verl/workers/config/rollout.py)"
+    if name != "trtllm" and ep > 1 and ep != tp * dp:
+        yield Problem(
+            key=f"{ROLLOUT}.expert_parallel_size",
+            message=f"is {ep}, but the {name} rollout spreads experts over one replica's TP*DP = {tp}*{dp} = "
+            f"{tp * dp} GPUs; {where}",
+            fix=f"set {ROLLOUT}.expert_parallel_size={tp * dp}, or change the rollout's tensor/data parallel "
+            "sizes so that their product is the expert parallel size",
+        )
+    if name != "trtllm" and moe_tp > 1:
+        yield Problem(
+            key=f"{ROLLOUT}.moe_tensor_parallel_size",
+            message=f"is {moe_tp}, which only the trtllm rollout reads; {where}",
+            fix=f"remove it (the {name} rollout splits experts by expert_parallel_size), or use "
+            f"{ROLLOUT}.name=trtllm",
+        )
+    if name == "trtllm" and ep > 1 and moe_tp > 1 and moe_tp * ep != tp:
+        yield Problem(
+            key=f"{ROLLOUT}.moe_tensor_parallel_size",
+            message=f"times expert_parallel_size ({moe_tp}*{ep} = {moe_tp * ep}) is not the rollout's "
+            f"tensor_model_parallel_size ({tp}); {where}",
+            fix="pick moe_tensor_parallel_size and expert_parallel_size whose product is the tensor parallel "
+            "size",
+        )
