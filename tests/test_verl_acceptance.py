@@ -193,10 +193,11 @@ WITNESS = "deliberate:"
 
 def witness_cases() -> list[Case]:
     """Each deliberate refusal's witness that applies to the release: verl_roles must refuse it with the
-    row's words, and verl's own tree must take it through every pre-Ray step (the control)."""
+    row's words, and verl's own tree must take it through every pre-Ray step (the control; the witness
+    comes after the harness's essentials there, so a value it sets, null included, is the one verl reads)."""
     return [
         for_release(Case(f"{WITNESS}{index}", (*row.witness, *ESSENTIALS),
-                         control_args=(*row.witness, *ESSENTIALS, *VERL_ESSENTIALS)))
+                         control_args=(*VERL_ESSENTIALS, *row.witness, *ESSENTIALS)))
         for index, row in enumerate(DELIBERATE_REFUSALS)
         if row.witness and row.applies(RELEASE)
     ]
