@@ -104,15 +104,6 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
     ),
     DeliberateRefusal(
         "*",
-        "is not a rollout engine verl ",
-        "rollout.name=hf: verl's rollout registry has vllm, sglang and trtllm; verl 0.8.0 takes the "
-        "config up to Ray and fails when a worker builds the rollout (get_rollout_class in "
-        "rollout/base.py); from 0.9.0 its worker's init_model refuses it, which the acceptance run sees",
-        releases=("0.8.0",),
-        witness=("actor_rollout_ref.rollout.name=hf",),
-    ),
-    DeliberateRefusal(
-        "*",
         "samples each data-parallel rank trains per mini batch",
         "ppo_micro_batch_size_per_gpu does not divide a rank's share of the mini batch (the "
         "rollout_correction examples: 8 per GPU, 32*1/8 = 4 samples per rank on verl's default 8 GPUs); "
