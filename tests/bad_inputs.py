@@ -859,41 +859,52 @@ API_CASES: tuple[Case, ...] = tuple(case for case in CASES if case.api_overrides
 # ---------------------------------------------------------------------------------------------------
 # The catalogue under another environment: the exit codes must not depend on it.
 
-# What verl's own scripts export, and a shell without a UTF-8 locale.
+# What only a process's start reads: a shell without a UTF-8 locale. (HYDRA_FULL_ERROR, which verl's
+# scripts export, is read when an error happens: tests/test_bad_inputs.py sets it in-process.)
 ENVIRONMENTS: dict[str, dict[str, str]] = {
-    "HYDRA_FULL_ERROR=1": {"HYDRA_FULL_ERROR": "1"},
     "LC_ALL=C": {"LC_ALL": "C", "LANG": "C"},
 }
 
 
-def codes_under(environment: str, kind: str, root: Path) -> dict[str, tuple[int | None, str, list[str]]]:
-    """Run every case of ``kind`` in one fresh Python process started with ``environment`` (each case in
-    a folder under ``root``, in its usual runner) and return case id -> (exit code, what escaped, files
-    written)."""
+def codes_under(environment: str, root: Path) -> dict[str, tuple[int | None, str, list[str]]]:
+    """Run every case of the catalogue in one fresh Python process started with ``environment`` (each
+    case in a folder under ``root``, in its usual runner) and return case id -> (exit code, what escaped,
+    files written). For what only a process's start reads (the locale)."""
     import json
 
     env = {**os.environ, **ENVIRONMENTS[environment], "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env.get("PYTHONPATH", "")])
-    result = subprocess.run([sys.executable, __file__, kind, str(root)], env=env, capture_output=True,
-                            text=True, timeout=1200)
+    result = subprocess.run([sys.executable, __file__, str(root)], env=env, capture_output=True,
+                            text=True, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
     return {key: tuple(value) for key, value in json.loads(result.stdout.splitlines()[-1]).items()}
 
 
-def _print_codes(kind: str, root: Path) -> None:
-    """In the process :func:`codes_under` starts: run the cases of ``kind`` and print their outcomes."""
+@contextlib.contextmanager
+def environment_kept() -> Iterator[None]:
+    """Runs within keep the variables a developer's debugging may set (HYDRA_FULL_ERROR...), which
+    :func:`run_case` otherwise leaves out: the environment under test."""
+    global _KEEP_ENV
+    saved, _KEEP_ENV = _KEEP_ENV, True
+    try:
+        yield
+    finally:
+        _KEEP_ENV = saved
+
+
+def _print_codes(root: Path) -> None:
+    """In the process :func:`codes_under` starts: run every case and print the outcomes."""
     import json
 
-    global _KEEP_ENV
-    _KEEP_ENV = True
     outcomes = {}
-    for number, case in enumerate(c for c in CASES if c.kind == kind):
-        if not fault_supported(case):
-            continue
-        outcome = run_case(case, root / str(number))
-        outcomes[case.id] = (outcome.code, outcome.escaped, outcome.files)
+    with environment_kept():
+        for number, case in enumerate(CASES):
+            if not fault_supported(case):
+                continue
+            outcome = run_case(case, root / str(number))
+            outcomes[case.id] = (outcome.code, outcome.escaped, outcome.files)
     sys.stdout.write(json.dumps(outcomes) + "\n")
 
 
 if __name__ == "__main__":
-    _print_codes(sys.argv[1], Path(sys.argv[2]))
+    _print_codes(Path(sys.argv[1]))

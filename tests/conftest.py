@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import importlib
 import importlib.util
 import io
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
 from omegaconf import OmegaConf
 
 from verl_roles import releases
@@ -32,6 +35,11 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+# Hypothesis keeps its caches (the Unicode tables it builds) in `.hypothesis/` of the working directory,
+# the checkout, unless told otherwise: the suite writes nothing into the checkout
+# (_the_checkout_stays_as_it_was below), so they live in the system's temporary folder, reused from run
+# to run as the checkout's were.
+set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), f"verl_roles-hypothesis-{os.getuid()}"))
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
@@ -39,10 +47,11 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 # The Python processes the suite starts (the CLI as typed, pip, the snapshot script, the xdist workers)
-# keep their bytecode in one folder of the session, as a user's Python keeps it beside the sources: each
-# would otherwise compile verl_roles anew where PYTHONDONTWRITEBYTECODE=1 is set (as in some sandboxes).
-# Nothing is written into the checkout; the folder is removed at the end. Set by the process that
-# starts the workers, before it starts them.
+# keep their bytecode in one folder, as a user's Python keeps it beside the sources: each would otherwise
+# compile verl_roles (and pytest rewrite every test module) anew where PYTHONDONTWRITEBYTECODE=1 is set
+# (as in some sandboxes). Nothing is written into the checkout: the folder is in the system's temporary
+# folder, one per user, and kept from run to run as a bytecode cache is (Python checks each file against
+# its source before it uses it). Set by the process that starts the workers, before it starts them.
 # A process with the folder set reads bytecode only from it, not from the __pycache__ beside installed
 # sources: the folder starts with links to the bytecode that the packages this process has imported
 # (Python's own, pytest, Hydra, OmegaConf, ...) already have beside their sources. Each worker would
@@ -83,7 +92,8 @@ def pytest_configure(config: pytest.Config) -> None:
     tune_garbage_collection()
     if hasattr(config, "workerinput") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
-    folder = tempfile.mkdtemp(prefix="verl_roles-tests-bytecode-")
+    folder = os.path.join(tempfile.gettempdir(), f"verl_roles-tests-bytecode-{os.getuid()}")
+    os.makedirs(folder, exist_ok=True)
     _link_installed_bytecode(folder)
     saved = {name: os.environ.get(name) for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
     config.stash[_PYCACHE] = (folder, saved)
@@ -121,7 +131,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 # What a developer may have set for their own debugging; the CLI runs of the suite run without it.
@@ -292,10 +301,9 @@ def verl_python() -> tuple[str | None, str]:
     if importlib.util.find_spec("verl") is not None:
         return sys.executable, "this interpreter imports verl"
     return None, (
-        "verl is not importable here: set VERL_PYTHON to a Python with a verl release verl_roles supports "
-        f'({", ".join(releases.supported())}: '
-        f'`pip install -e ".[{releases.extra(releases.DEFAULT_RELEASE)}]"` from this checkout '
-        "in a separate venv; .ci/run does this for each) to run this suite"
+        "verl is not importable here: `scripts/verl_acceptance.sh RELEASE` builds a venv with a verl "
+        f'release verl_roles supports ({", ".join(releases.supported())}) and runs these tests there '
+        "(docs/testing.md), or set VERL_PYTHON to a Python that has one"
     )
 
 
@@ -308,6 +316,182 @@ SLOW_FIRST = (
 )
 
 
+# Catalogues run in full by the suite, sampled by the fast tier: test -> one parameter in how many it
+# runs (the first and then evenly spaced, the same on every run; the rest carry the slow mark). Each
+# costs a second or more of a worker in full; `sampled` marks the catalogues of tests/bad_inputs.py and the
+# chunks of the migrate property the same way where they are declared.
+FAST_TIER_SAMPLES = {
+    "test_readme.py::test_readme_example_runs_as_documented": 3,
+    "test_passed_on.py::test_a_key_the_receiving_library_takes_is_accepted_silently_through_every_channel": 4,
+    "test_passed_on.py::test_a_key_the_receiving_call_does_not_take_is_refused_through_every_channel": 3,
+    "test_key_docs_agree.py::test_the_doc_names_exactly_the_values_validation_accepts": 4,
+    "test_compose_cache.py::test_plain_composition_equals_hydras_merge_node_for_node": 3,
+    "test_compose_cache.py::test_cached_compose_and_fast_resolution_equal_stock_hydra": 2,
+    "test_compose_cache.py::test_composition_equals_stock_hydra_node_for_node": 2,
+    "test_explain.py::test_chain_is_exact_for_every_key": 4,
+    "test_explain_releases.py::test_a_renamed_key_points_to_the_name_of_the_composed_release": 2,
+    "test_errors.py::test_debug_shows_the_traceback_of_every_command_and_only_with_it": 4,
+    "test_errors.py::test_cli_mistake_is_one_actionable_paragraph": 3,
+    "test_gate.py::test_a_key_our_lora_block_does_not_have_is_refused_through_every_channel": 3,
+    "test_gate.py::test_code_chosen_through_an_interpolation_is_refused_through_every_channel": 3,
+    "test_sweep_outputs.py::test_what_jobs_would_share_stops_the_sweep_before_anything_runs": 3,
+    "test_releases.py::test_a_key_of_another_release_gets_one_verdict_through_every_channel": 3,
+    "test_roles.py::test_user_option_changes_only_the_keys_it_sets": 2,
+    "test_legacy_reward.py::test_no_legacy_reward_override_of_an_example_is_silent": 4,
+    "test_rules.py::test_every_name_verl_registers_composes_without_a_warning": 4,
+    "test_verl_surface.py::test_every_verl_leaf_is_present_with_verls_value_or_allow_listed": 3,
+}
+
+
+def _sample_for_the_fast_tier(items: list[pytest.Item]) -> None:
+    seen: dict[str, int] = {}
+    for item in items:
+        name = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
+        every = FAST_TIER_SAMPLES.get(name)
+        if every is None:
+            continue
+        index = seen[name] = seen.get(name, -1) + 1
+        if index % every:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    _sample_for_the_fast_tier(items)
+    for item in items:
+        # A test of verl itself runs verl's code in processes of their own, for minutes: never in the
+        # fast tier, even where VERL_PYTHON is set.
+        if item.get_closest_marker("verl") is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
     rank = {name: index for index, name in enumerate(SLOW_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))
+
+
+# --- The fast tier's samples ------------------------------------------------------------------------
+
+def sampled(params: Iterable[object], every: int, group: Callable[[object], object] | None = None) -> list:
+    """The parameters of a catalogue or a property, each one run by the full suite; the fast tier
+    (``-m "not slow"``) runs a sample of them: the first of each ``group`` (by the value ``group``
+    gives a parameter's values) and one in ``every`` of the rest, spread evenly and the same on every
+    run. The others carry the ``slow`` mark. A ``pytest.param`` keeps its id and its marks."""
+    params = list(params)
+    seen: set[object] = set()
+    out = []
+    for index, param in enumerate(params):
+        values, marks, id_ = (param.values, list(param.marks), param.id) if _is_param_set(param) else (
+            (param,), [], None)
+        key = group(values[0] if len(values) == 1 else values) if group is not None else None
+        first_of_group = group is not None and key not in seen
+        seen.add(key)
+        if not (first_of_group or index % every == 0):
+            marks.append(pytest.mark.slow)
+        out.append(pytest.param(*values, marks=marks, id=id_))
+    return out
+
+
+def _is_param_set(param: object) -> bool:
+    return type(param).__name__ == "ParameterSet" and hasattr(param, "marks")
+
+
+# --- Tests that can fail: nothing left behind -------------------------------------------------------
+# A test that leaves a process running, or writes into the checkout, fails (in its teardown), whoever
+# started or wrote it. The processes: this process adopts every orphan of its descendants (Linux's child
+# subreaper), so a process that a test's child started and abandoned is still among this process's
+# children, listed by the kernel in /proc. The checkout: its files and folders are listed before and
+# after each test module and the whole session; one made or removed fails the module (the session).
+
+_PR_SET_CHILD_SUBREAPER = 36
+# How long a test's processes may take to end after it (a child killed in the test's last line).
+_PROCESS_GRACE_S = 5.0
+# What pytest itself and an editable install keep in the checkout.
+_CHECKOUT_OWN = (".pytest_cache", "verl_roles.egg-info", ".git", ".ruff_cache", "__pycache__")
+
+
+def _become_subreaper() -> None:
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _living_children() -> dict[int, str]:
+    """This process's children that still run (not zombies): pid -> command line."""
+    pids: set[int] = set()
+    for path in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+        with contextlib.suppress(OSError):
+            pids.update(int(pid) for pid in Path(path).read_text().split())
+    living = {}
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+            if state in ("Z", "X"):
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)  # an adopted orphan that ended: nobody else waits for it
+                continue
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
+            continue
+        living[pid] = command.strip()
+    return living
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left_behind() -> Iterator[None]:
+    before = set(_living_children())
+    yield
+    deadline = time.monotonic() + _PROCESS_GRACE_S
+    pause = 0.005
+    while (left := {pid: cmd for pid, cmd in _living_children().items() if pid not in before}):
+        if time.monotonic() > deadline:
+            for pid in left:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, 9)
+            listed = "; ".join(f"{pid}: {cmd[:200]}" for pid, cmd in sorted(left.items()))
+            pytest.fail(f"the test left processes running (killed now): {listed}", pytrace=False)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
+def _checkout_paths() -> frozenset[str]:
+    """Every file and folder of the checkout, but what pytest and pip keep there (names only: a file a
+    developer edits while the suite runs is not the suite's writing)."""
+    found: set[str] = set()
+    for root, folders, files in os.walk(REPO):
+        folders[:] = [name for name in folders if name not in _CHECKOUT_OWN]
+        relative = os.path.relpath(root, REPO)
+        found.update(os.path.normpath(os.path.join(relative, name)) for name in (*folders, *files))
+    return frozenset(found)
+
+
+def _difference(before: frozenset[str], after: frozenset[str]) -> str:
+    return "; ".join(f"{what}: {sorted(paths)[:10]}" for what, paths in
+                     (("new", after - before), ("gone", before - after)) if paths)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _the_checkout_stays_as_it_was() -> Iterator[None]:
+    before = _checkout_paths()
+    yield
+    changed = _difference(before, _checkout_paths())
+    if changed:
+        pytest.fail(f"a test of this module wrote into the checkout ({changed})", pytrace=False)
+
+
+_CHECKOUT = pytest.StashKey[frozenset[str]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _become_subreaper()
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[_CHECKOUT] = _checkout_paths()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_CHECKOUT, None)
+    if before is None:
+        return
+    changed = _difference(before, _checkout_paths())
+    if changed:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"the suite wrote into the checkout ({changed})", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -15,6 +15,7 @@ from bad_inputs import (
     SUBPROCESS_SAMPLE,
     Case,
     codes_under,
+    environment_kept,
     fault_supported,
     run_api_case,
     run_case,
@@ -22,19 +23,27 @@ from bad_inputs import (
     unshare_works,
     verdict,
 )
+from conftest import sampled
+
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
 
 NEEDS_UNSHARE = ("full-disk",)
 
 
-def _params(cases: tuple[Case, ...], prefix: str = "") -> list:
+def _params(cases: tuple[Case, ...], prefix: str = "", every: int = 4) -> list:
+    """The cases as parameters: each one in the full suite; in the fast tier, the first case of each kind
+    and one in ``every`` of the rest, but none that needs a process of its own (a fault)."""
     params = []
     for case in cases:
         test_id = f"{prefix}{case.id}"
         marks = []
         if test_id in KNOWN_FAILURES:
             marks.append(pytest.mark.xfail(reason=KNOWN_FAILURES[test_id], strict=True))
+        if case.fault or case.runner == "subprocess":
+            marks.append(pytest.mark.slow)
         params.append(pytest.param(case, id=test_id, marks=marks))
-    return params
+    return sampled(params, every, group=lambda case: case.kind)
 
 
 def _skip_without_fault_support(case: Case) -> None:
@@ -58,7 +67,7 @@ def test_bad_input_is_refused_cleanly(case: Case, tmp_path: Path):
     assert verdict(case, outcome) == "clean", (outcome.escaped, outcome.code, outcome.files, outcome.output)
 
 
-@pytest.mark.parametrize("case", _params(API_CASES, prefix="api:"))
+@pytest.mark.parametrize("case", _params(API_CASES, prefix="api:", every=6))
 def test_api_raises_only_config_error(case: Case, tmp_path: Path):
     outcome = run_api_case(case, tmp_path)
     assert verdict(case, outcome, api=True) == "clean", (outcome.escaped, outcome.code, outcome.output)
@@ -67,6 +76,7 @@ def test_api_raises_only_config_error(case: Case, tmp_path: Path):
 SAMPLE = tuple(case for case in CASES if case.id in SUBPROCESS_SAMPLE)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", _params(SAMPLE, prefix="subprocess:"))
 def test_bad_input_in_a_real_process(case: Case, tmp_path: Path):
     from dataclasses import replace
@@ -85,14 +95,25 @@ def test_the_catalogue_is_big_and_its_ids_unique():
     assert set(KNOWN_FAILURES) <= known, set(KNOWN_FAILURES) - known
 
 
-KINDS = sorted({case.kind for case in CASES})
+@pytest.mark.parametrize("case", _params(CASES, prefix="HYDRA_FULL_ERROR=1:", every=10))
+def test_hydra_full_error_never_changes_a_verdict(case: Case, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch):
+    """verl's scripts export HYDRA_FULL_ERROR=1, read when an error happens (the traceback it asks for is
+    then printed with the paragraph): every case of the catalogue keeps its exit code, writes nothing and
+    lets nothing escape."""
+    _skip_without_fault_support(case)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    with environment_kept():
+        outcome = run_case(case, tmp_path)
+    assert (outcome.code, outcome.escaped, outcome.files) == (case.code, "", []), outcome.output
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 @pytest.mark.parametrize("environment", sorted(ENVIRONMENTS))
-def test_the_environment_never_changes_an_exit_code(environment: str, kind: str, tmp_path: Path):
-    """verl's scripts export HYDRA_FULL_ERROR=1 (which may add a traceback), a server may run with
-    LC_ALL=C: every case of the catalogue keeps its exit code, writes nothing and lets nothing escape."""
-    outcomes = codes_under(environment, kind, tmp_path)
-    expected = {case.id: (case.code, "", []) for case in CASES if case.kind == kind and fault_supported(case)}
+def test_the_environment_a_process_starts_with_never_changes_an_exit_code(environment: str, tmp_path: Path):
+    """A server may run with LC_ALL=C (Python then starts with ASCII streams and file names): every case of
+    the catalogue, in one process started so, keeps its exit code, writes nothing and lets nothing
+    escape."""
+    outcomes = codes_under(environment, tmp_path)
+    expected = {case.id: (case.code, "", []) for case in CASES if fault_supported(case)}
     assert outcomes == expected

@@ -14,6 +14,9 @@ from verl_roles.commands.sweep import SUMMARY_FILE, read_summary
 from verl_roles.main import main
 from verl_roles.sweep_grid import sweep_points
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 
 def test_points_are_the_jobs_of_the_real_sweep_in_order(tmp_path: Path, capsys):
     # A value sweep, a group sweep, a range, and a key given twice (the last mention wins, in the

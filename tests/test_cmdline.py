@@ -23,6 +23,9 @@ from verl_roles.config_tree import CONF_DIR
 from verl_roles.flags import HYDRA_FLAGS, OPTIONAL, REQUIRED
 from verl_roles.legacy import read_command_line, translate_command
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 # ---------------------------------------------------------------------------------------------------
 # The flag table is Hydra's.
 

@@ -13,6 +13,9 @@ from verl_roles.layout import ENGINES, ROLE_GROUPS, ROLE_SECTIONS
 from verl_roles.paths import leaves
 from verl_roles.releases import engine_choice
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 
 @pytest.mark.parametrize("engine", group_options("model_engine"))
 def test_every_model_engine_option_composes(engine):

@@ -23,6 +23,9 @@ from verl_roles.omegaconf_adapter.yaml_dialect import load_yaml
 from verl_roles.run_files import to_yaml
 from verl_roles.sequence_parallel import write_effective_sequence_parallel
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 # A group change, value overrides after the group choice and before it, adding and deleting keys, and
 # a reference to a section.
 OVERRIDE_SETS = [

@@ -93,6 +93,7 @@ def test_help_lists_the_command_and_its_usage(capsys: pytest.CaptureFixture[str]
     assert "verl-roles diff -- model_engine=megatron" in out and "Exit code 0" in out
 
 
+@pytest.mark.slow
 def test_console_script_runs_the_command(tmp_path: Path):
     script = Path(sys.executable).with_name("verl-roles")
     result = subprocess.run(

@@ -17,6 +17,9 @@ from verl_roles.compat import VERSION_BASE
 from verl_roles.layout import ROLES, TRAINED_SECTIONS
 from verl_roles.main import main
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 # (case id, command line, phrases the message must carry)
 CASES: list[tuple[str, list[str], list[str]]] = [
     (
@@ -372,6 +375,7 @@ def test_python_api_names_a_deleted_current_folder(tmp_path, monkeypatch):
         verl_roles.compose([])
 
 
+@pytest.mark.slow
 def test_subprocess_exit_code_no_traceback(in_tmp: Path):
     result = run(["trainer.nnodez=2", "hydra.run.dir=out"], cwd=in_tmp)
     assert_user_error(result, "did you mean `trainer.nnodes`")

@@ -14,6 +14,9 @@ from verl_roles.layout import ENGINES
 from verl_roles.releases import engine_choice
 from verl_roles.sequence_parallel import TURNED_OFF
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 
 def sources(explanation: explain.Explanation) -> list[tuple[str, object]]:
     return [(step.source, step.raw) for step in explanation.steps]
@@ -312,6 +315,7 @@ def test_explain_shows_the_ulysses_follow_chain_from_the_engines_key_to_the_one_
     assert f"command line `{actor}.ulysses_sequence_parallel_size=2`: 2" in out
 
 
+@pytest.mark.slow
 def test_a_chain_of_a_thousand_references_gets_one_verdict_from_every_command(tmp_path):
     """Recursion limits are the same for every command: a chain the main job, show and the API accept,
     explain explains (it walked the chain with Python's recursion: an internal error, exit 70)."""

@@ -17,6 +17,9 @@ from verl_roles.cli import main as cli
 from verl_roles.layout import ENGINE_ALIASES, ENGINES
 from verl_roles.releases import engine_choice
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 MEGATRON = "model_engine=megatron"
 
 
@@ -145,6 +148,7 @@ def console_script(name: str) -> Path:
     return script
 
 
+@pytest.mark.slow
 def test_shell_completion_through_the_console_script(tmp_path: Path):
     """As the README says: `eval "$(verl-roles-main -sc install=bash)"` in bash, then TAB. Bash calls the
     installed completion function with the line typed; here a bash session calls it the same way."""

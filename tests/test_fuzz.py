@@ -17,6 +17,9 @@ from fuzz import check_option_file, check_overrides, check_slime_file, option_fi
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 
 def ci(examples: int) -> settings:
     """Few examples, the same ones on every run (derandomized, no example database on disk): the suite

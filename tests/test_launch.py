@@ -502,6 +502,7 @@ def launch_real(verl: RealVerl, args: list[str], cwd: Path) -> tuple[subprocess.
     return result, time.monotonic() - started
 
 
+@pytest.mark.verl
 @pytest.mark.xdist_group("verl-launch-checks")
 def test_launch_refuses_in_seconds_what_verl_would_refuse_after_ray(real_verl: RealVerl, tmp_path: Path):
     """verl's own checks, run by launch before Ray, on a run verl_roles' rules accept (a model folder
@@ -527,6 +528,7 @@ def test_launch_refuses_in_seconds_what_verl_would_refuse_after_ray(real_verl: R
     print(f"launch refused by verl's checks: {seconds:.1f} s")
 
 
+@pytest.mark.verl
 @pytest.mark.xdist_group("verl-launch-checks")
 def test_launch_runs_verls_checks_then_the_trainer_and_checks_a_run_dir_the_same_way(
     real_verl: RealVerl, tmp_path: Path
@@ -660,6 +662,7 @@ def ray_env(work: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.verl
 @pytest.mark.xdist_group("verl-ray")
 @pytest.mark.parametrize("case", list(RAY_CASES))
 def test_launch_runs_verl_as_far_as_the_missing_gpu_and_stops_where_verls_own_config_does(
@@ -715,6 +718,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow
 def test_a_run_that_outlives_its_timeout_is_stopped_with_every_process_it_started(tmp_path: Path):
     """The Ray runs' guarantee, without Ray: a run past its timeout ends, and so does everything it
     started, in other process groups too."""

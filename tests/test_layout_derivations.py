@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO, cli_env
 
 # Inserted into the copy's verl_roles/layout.py: each line before the first line starting with its key.
@@ -94,6 +95,7 @@ def probe_with_extra_rows(tmp_path: Path) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_a_role_and_an_engine_added_to_the_layout_reach_every_table(tmp_path: Path):
     found = probe_with_extra_rows(tmp_path)
     # Types: the new model's LoRA block, the new engine's baseline, each role's blocks under it.

@@ -21,6 +21,9 @@ from verl_roles.layout import DP, ENGINE_TABLE, ENGINES
 from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning
 from verl_roles.releases import engine_choice
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 MODELS = ("actor_rollout_ref.model", "critic.model")
 
 # Every legacy LoRA key for one model: (legacy key, legacy value text, current key, expected value).

@@ -20,6 +20,9 @@ from verl_roles.commands import launch, sweep
 from verl_roles.errors import ConfigError
 from verl_roles.main import main
 
+# Real processes: what is tested is how they end.
+pytestmark = pytest.mark.slow
+
 STAND_IN = """#!/bin/sh
 if [ "$1" = "-c" ]; then {probe}; fi
 echo $$ > {pids}

@@ -9,6 +9,9 @@ from omegaconf import OmegaConf
 import verl_roles
 from verl_roles.run_files import ROLE_SECTIONS, run_files, to_yaml
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 TRICKY_VALUES = {
     "bool_like": ["true", "False", "yes", "off", "null", "~"],
     "number_like": ["123", "1e-5", "0x1f", ".inf", "010", "1_000"],

@@ -118,6 +118,7 @@ def test_every_row_names_a_section_some_release_has():
                 assert verl_names(row.parameters, release), (row.section, release)
 
 
+@pytest.mark.verl
 def test_verl_makes_each_call_the_table_names():
     """Each row's call, as verl writes it, is in the file it names of the installed verl."""
     python, why = verl_python()

@@ -9,13 +9,16 @@ from __future__ import annotations
 import copy
 
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from node_fingerprint import fingerprint
 from omegaconf import OmegaConf, flag_override
 
 from verl_roles.omegaconf_adapter.build import NotPlainData, build
 from verl_roles.omegaconf_adapter.plain_merge import NotPlain, merge
+
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
 
 KEYS = st.sampled_from(["a", "b", "c"])
 SCALARS = st.sampled_from([
@@ -40,21 +43,28 @@ def omegaconf_merge(files: list[dict]) -> object:
     return root
 
 
-@settings(max_examples=400, deadline=None)
-@given(FILES)
-def test_plain_merge_equals_omegaconfs_merge(files):
-    before = copy.deepcopy(files)
-    merged: dict = {}
-    try:
-        for data in files:
-            merge(merged, data, merged)
-    except NotPlain:
-        event("declined")
-        return
-    finally:
-        assert files == before  # the inputs are never changed
-    event("compared")
-    assert fingerprint(build(merged)) == fingerprint(omegaconf_merge(files))
+def test_plain_merge_equals_omegaconfs_merge():
+    counts = {"compared": 0, "declined": 0}
+
+    @settings(max_examples=400, deadline=None)
+    @given(FILES)
+    def property_(files):
+        before = copy.deepcopy(files)
+        merged: dict = {}
+        try:
+            for data in files:
+                merge(merged, data, merged)
+        except NotPlain:
+            counts["declined"] += 1
+            return
+        finally:
+            assert files == before  # the inputs are never changed
+        counts["compared"] += 1
+        assert fingerprint(build(merged)) == fingerprint(omegaconf_merge(files))
+
+    property_()
+    # The property is about the merges it models: most drawn files are compared, not declined.
+    assert counts["compared"] >= counts["declined"], counts
 
 
 @pytest.mark.parametrize("files", [

@@ -12,6 +12,9 @@ import verl_roles
 from verl_roles import layout
 from verl_roles.releases import engine_choice
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 MEGATRON = "model_engine=megatron"
 # Engine -> the engine blocks of actor, ref and critic (from the layout table).
 ROLE_BLOCKS = {

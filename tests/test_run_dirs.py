@@ -43,6 +43,7 @@ def project(folder: Path) -> str:
     return str(OmegaConf.load(folder / "resolved.yaml").trainer.project_name)
 
 
+@pytest.mark.slow
 def test_two_runs_started_together_get_folders_of_their_own(tmp_path: Path):
     """Two real processes started at the same moment, with the default run folder."""
     command = [sys.executable, "-m", "verl_roles.main"]
@@ -151,6 +152,7 @@ STOPS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("point", "stop"), STOPS, ids=[f"{p}-{s.name[3:]}" for p, s in STOPS])
 def test_a_run_stopped_at_any_point_leaves_the_folder_as_it_was(
     point: str, stop: signal.Signals, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -174,6 +176,7 @@ def test_a_run_stopped_at_any_point_leaves_the_folder_as_it_was(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", [*POINTS, "swap:aside"])
 def test_a_run_killed_at_any_point_leaves_one_whole_run_and_the_next_run_cleans_up(
     point: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -195,6 +198,7 @@ def test_a_run_killed_at_any_point_leaves_one_whole_run_and_the_next_run_cleans_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+@pytest.mark.slow
 def test_two_runs_on_one_folder_at_once_the_second_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):

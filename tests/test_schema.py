@@ -21,6 +21,9 @@ from verl_roles.api import compose_raw
 from verl_roles.layout import ENGINES
 from verl_roles.own_types import OUR_KEYS, OWN_TYPES, READ_WHEN_ADDED
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 # Every (release, engine) pair our model_engine offers under that release.
 CASES = [(r, e) for r in RELEASES for e in engines(r) if e in ENGINES]
 IDS = [f"{r}-{e}" for r, e in CASES]

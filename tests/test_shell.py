@@ -23,6 +23,9 @@ from verl_roles.commands.shell import Words
 from verl_roles.layout import ENGINE_ALIASES, ENGINES, ROLE_SECTIONS
 from verl_roles.releases import DEFAULT_RELEASE, supported
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 TABLE = command_table()
 NAMES = sorted(TABLE)
 
@@ -90,6 +93,7 @@ def test_version_names_the_package_and_the_verl_release_it_writes_for(tmp_path: 
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_console_script_runs_help_and_version():
     """The installed entry point itself (one real process): exit 0, the version line."""
     script = Path(sys.executable).with_name("verl-roles")
@@ -239,6 +243,7 @@ def test_completion_of_overrides_is_the_main_jobs_after_our_own_flags(tmp_path: 
     assert completion.candidates(line) == ["megatron.tensor_model_parallel_size="]
 
 
+@pytest.mark.slow
 def test_completion_through_bash(tmp_path: Path):
     """As a user installs it: `eval "$(verl-roles completion bash)"`, then TAB. Bash calls the function
     with the line typed; here a bash session calls it the same way."""
@@ -268,6 +273,7 @@ def test_words_of_each_command_are_declared():
     }
 
 
+@pytest.mark.slow
 def test_a_real_process_for_a_usage_mistake(tmp_path: Path):
     result = run(["show", "--kyes", "x"], cwd=tmp_path, module="verl_roles.cli")
     assert result.returncode == 2

@@ -10,6 +10,9 @@ from conftest import assert_user_error, main_in_process, run, run_in_process, wr
 
 from verl_roles.cli import main as cli
 
+# What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
+pytestmark = pytest.mark.stack
+
 MEGATRON = "model_engine=megatron"
 SLIME = (
     "megatron:\n  - role: critic\n    overrides:\n      min_lr: 1e-6\n      lr_decay_style: cosine\n"
@@ -78,6 +81,7 @@ def test_show_mistakes_are_one_paragraph(tmp_path: Path, args: list[str], phrase
     assert_user_error(run_in_process(["show", *args], cwd=tmp_path, module="verl_roles.cli"), *phrases)
 
 
+@pytest.mark.slow
 def test_a_show_mistake_in_a_real_process(tmp_path: Path):
     """The console entry point itself: exit 2, one paragraph, no traceback."""
     result = run(["show", "trainer.nnodez=2"], cwd=tmp_path, module="verl_roles.cli")

@@ -24,7 +24,7 @@ from verl_roles.main import main as main_job
 
 # One pytest-xdist worker runs this module (`--dist loadgroup`, pyproject): every snapshot is rendered
 # once (the module fixture below), not once per worker that gets a test of this module.
-pytestmark = pytest.mark.xdist_group("snapshots")
+pytestmark = [pytest.mark.stack, pytest.mark.xdist_group("snapshots")]
 
 GENERATED = REPO / "_generated"
 SCRIPT = REPO / "scripts" / "generate_trainer_config.sh"
@@ -199,6 +199,7 @@ def snapshot_bytes(repo: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((repo / "_generated").iterdir())}
 
 
+@pytest.mark.slow
 def test_script_check_fails_on_a_changed_default_with_a_diff_and_writes_nothing(tmp_path: Path):
     repo = copy_repo(tmp_path / "repo")
     baseline = repo / "conf" / "engine" / "megatron.yaml"
@@ -243,6 +244,7 @@ def test_regenerating_writes_only_changes_is_byte_identical_and_drops_unlisted_f
     assert capsys.readouterr().out == f"{len(VARIANTS)} snapshots in _generated/: none changed\n"
 
 
+@pytest.mark.slow
 def test_script_without_an_importable_verl_roles_says_what_to_do(tmp_path: Path):
     # A python3 first on PATH that does not see the installed dependencies (hydra, omegaconf).
     fake = tmp_path / "bin"

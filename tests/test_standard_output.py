@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import cli_env
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+# Real processes: what a shell sees is the point.
+pytestmark = [
+    pytest.mark.slow, pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full"),
+]
 
 MAIN = f"{shlex.quote(sys.executable)} -m verl_roles.main"
 CLI = f"{shlex.quote(sys.executable)} -m verl_roles.cli"

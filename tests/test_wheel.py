@@ -14,7 +14,7 @@ from conftest import CONF, REPO, cli_env
 
 # One pytest-xdist worker runs this module (`--dist loadgroup`, pyproject): the wheel (built and
 # installed by a module fixture: two pip runs) is built once, not once per worker that gets a test.
-pytestmark = pytest.mark.xdist_group("wheel")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 
 def _source_copy(into: Path) -> Path:

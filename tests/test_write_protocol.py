@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from bad_inputs import WITHOUT_ROOTS_READ_POWER, unreadable_works
+from conftest import cli_env
 
 from verl_roles.errors import ConfigError
 from verl_roles.main import main
@@ -253,13 +256,34 @@ def test_a_fifo_nobody_reads_is_refused_at_once_and_one_being_read_is_written_in
     assert received == ["text\n"] and stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file, as `> FILE` may")
+# In a process that, root or not, meets file permissions as their owner does (root loses its power to
+# override them: tests/bad_inputs.py's unreadable cases drop it the same way).
+REFUSED_WRITE = """
+import sys
+from pathlib import Path
+from verl_roles.errors import ConfigError
+from verl_roles.write_protocol import write_user_file
+try:
+    write_user_file(Path(sys.argv[1]), "new\\n")
+except ConfigError as error:
+    print(error)
+    sys.exit(2)
+"""
+
+
 def test_a_file_the_user_may_not_write_is_refused_not_replaced(tmp_path: Path):
     target = tmp_path / "kept.yaml"
     target.write_text("mine\n")
     target.chmod(0o444)
-    with pytest.raises(ConfigError, match="Permission denied"):
-        write_user_file(target, "new\n")
+    if os.geteuid() != 0:
+        with pytest.raises(ConfigError, match="Permission denied"):
+            write_user_file(target, "new\n")
+    else:
+        if not unreadable_works():
+            pytest.skip("root without `setpriv` writes every file")
+        result = subprocess.run([*WITHOUT_ROOTS_READ_POWER, sys.executable, "-c", REFUSED_WRITE, str(target)],
+                                env=cli_env(), capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and "Permission denied" in result.stdout, result.stdout + result.stderr
     assert target.read_text() == "mine\n"
 
 

@@ -307,6 +307,13 @@ GPU_ABSENT: dict[str, str] = {
         "torch.distributed.init_process_group creating the NCCL backend of verl's process group "
         "(verl/utils/distributed.py, initialize_global_process_group_ray: backend cpu:gloo,cuda:nccl)"
     ),
+    # A CPU build of torch (the acceptance venvs' torch where a CPU wheel is at hand:
+    # scripts/verl_acceptance.sh) has no NCCL at all: the same call, the same missing GPU.
+    "Distributed package doesn't have NCCL built in": (
+        "torch.distributed.init_process_group creating the NCCL backend of verl's process group with a "
+        "CPU build of torch (verl/utils/distributed.py, initialize_global_process_group_ray: backend "
+        "cpu:gloo,cuda:nccl)"
+    ),
     # verl 0.8.0 names the device by torch.cuda.is_available() (utils/device.py, get_device_name): "cpu"
     # without a GPU, so the same call asks torch for one backend twice on the CPU.
     "The custom backend string argument is invalid: cpu:gloo,cpu:nccl": (
