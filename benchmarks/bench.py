@@ -229,11 +229,12 @@ def bench_compose(repeats: int) -> dict[str, float]:
     from omegaconf import OmegaConf
 
     import verl_roles
-    from verl_roles import legacy, releases
-    from verl_roles.api import compose_with_choices, step_inputs
-    from verl_roles.cmdline import CommandLine
+    from verl_roles import legacy
+    from verl_roles.api.composition import compose_with_choices, step_inputs
+    from verl_roles.base import releases
     from verl_roles.compat import VERSION_BASE
-    from verl_roles.pipeline import finalize
+    from verl_roles.inputs.cmdline import CommandLine
+    from verl_roles.steps.pipeline import finalize
 
     def overrides(i: int, release: str) -> list[str]:
         return ["model_engine=megatron", releases.choice(release), f"critic.optim.lr={i + 1}e-6",
@@ -432,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for release, python in verl_pythons.items():
             bench_verl_reference(python, release, repeats, compose_ms)
         bench_snapshots(work, max(3, repeats // 5))
-        from verl_roles import releases
+        from verl_roles.base import releases
 
         bench_sweep(work, 16 if args.quick else 64, compose_ms[releases.DEFAULT_RELEASE])
     return 0

@@ -61,9 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
 
-    from verl_roles.cmdline import CommandLine
     from verl_roles.commands.check_sweep import check_sweep
-    from verl_roles.sweep_grid import sweep_points
+    from verl_roles.inputs.cmdline import CommandLine
+    from verl_roles.inputs.sweep_grid import sweep_points
 
     overrides = grid(args.points)
     points = sweep_points(CommandLine.parse(overrides))

@@ -25,20 +25,14 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's verl_roles
 
-def flatten(node: object, prefix: str = "") -> dict[str, object]:
-    """``{"a.b.c": leaf}`` for every leaf; an empty mapping or a list is a leaf."""
-    if isinstance(node, dict) and node:
-        out: dict[str, object] = {}
-        for key, value in node.items():
-            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: node}
+from verl_roles.inputs.paths import flat_leaves  # noqa: E402
 
 
 def freeze(source: Path, engine: str) -> dict[str, object]:
     cfg = OmegaConf.load(source)
-    values = flatten(OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False))
+    values = flat_leaves(OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False))
     return {
         "source": (
             f"verl {source.name} at the last commit before the ppo_trainer/ppo_megatron_trainer "

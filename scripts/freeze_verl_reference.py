@@ -44,10 +44,10 @@ concern, sorted keys, byte-identical on re-run:
     ``loss_agg_mode`` values, each with where it comes from, or ``absent`` (what was not found) when
     the installed release does not have that list.
 ``inert.json``
-    per row of verl_roles' table of keys verl does not read (verl_roles/inert_table.py, loaded by path),
-    the lines of this verl where its anchors are (``verl/<file>:<line>``): ``rows`` holds the rows whose
-    anchors were all found (the release's citations), ``not_found`` the others with the anchor missing, so
-    a release that moved or dropped a read is noticed here.
+    per row of verl_roles' table of keys verl does not read (verl_roles/upstream/inert_table.py, loaded by
+    path), the lines of this verl where its anchors are (``verl/<file>:<line>``): ``rows`` holds the rows
+    whose anchors were all found (the release's citations), ``not_found`` the others with the anchor missing,
+    so a release that moved or dropped a read is noticed here.
 ``examples_verdicts.json``
     per example launch: whether verl's config tree composes it, or the error class and first line;
     when it composes, whether it resolves and whether verl's ``validate_config`` accepts it after the
@@ -1514,7 +1514,8 @@ def build_reference(verl: Any, version: str, examples_dir: Path) -> dict[str, JS
 
 
 def inert_table() -> Any:
-    """verl_roles/inert_table.py, loaded by its path (plain data: this Python need not have verl_roles)."""
+    """verl_roles/upstream/inert_table.py, loaded by its path (plain data: this Python need not have
+    verl_roles)."""
     import importlib.util
 
     path = REPO / "verl_roles" / "inert_table.py"

@@ -3,16 +3,16 @@
 A release is data, never a hand-edited copy. For every frozen reference ``tests/data/verl-<release>/``
 (written by scripts/freeze_verl_reference.py from an installed verl) this script writes:
 
-``verl_roles/verl_releases/<release>.json`` (package data; the wheel does not ship tests/data)
-    ``types``: every leaf of verl's composed ``ppo_trainer`` whose type verl declares, and every field
-    the dataclasses behind its sections declare, in the schema's type language (verl_roles/schema.py):
+``verl_roles/upstream/verl_releases/<release>.json`` (package data; the wheel does not ship tests/data)
+    ``types``: every leaf of verl's composed ``ppo_trainer`` whose type verl declares, and every field the
+    dataclasses behind its sections declare, in the schema's type language (verl_roles/validation/schema.py):
     ``"int | None"``, ``"list[int]"``, ``'Literal["a", "b"]'``...; a path whose type differs between
     engines maps to ``{engine: type}``. A leaf verl's own config sets to null also accepts null. A leaf
     below an untyped mapping field (``dict[str, Any]``) is ``Any``, and such a field is typed as a whole.
     ``targets``: the ``_target_`` of every section that has one. ``converted``: every section verl
     builds a dataclass from on its path to training, with the engines it does so under.
     ``conversion_calls``: each kind of ``omega_conf_to_dataclass`` call the release makes (section,
-    dataclass, where), which verl_roles/verl_prelaunch.py makes before a launch. ``names``:
+    dataclass, where), which verl_roles/upstream/verl_prelaunch.py makes before a launch. ``names``:
     verl's name lists the rules read. ``strategies``: each engine's ``strategy`` values. ``engines``:
     the release's engines that verl_roles has. ``layer``: per engine, what composing our config tree
     for this release changes in it (:func:`layer`): the defaults this release has where ours differ,
@@ -21,7 +21,11 @@ A release is data, never a hand-edited copy. For every frozen reference ``tests/
 ``conf/verl_version/<release>.yaml``
     the option of the ``verl_version`` config group.
 the ``verl_version`` line of ``conf/ppo_trainer.yaml``'s defaults list
-    :data:`verl_roles.releases.DEFAULT_RELEASE`.
+    :data:`verl_roles.base.releases.DEFAULT_RELEASE`.
+``conf/model_engine/<engine>.yaml`` (and each alias)
+    the options of the ``model_engine`` group, from the engine table of verl_roles/base/layout.py and the
+    section files the tree holds (:mod:`verl_roles.inputs.engine_options`): not a release's data, but
+    data all the same, generated beside it.
 
 Run it in verl_roles' own environment (no verl needed) after freezing a release::
 
@@ -45,17 +49,22 @@ sys.path.insert(0, str(REPO))  # this checkout's verl_roles, whatever is install
 
 from omegaconf import OmegaConf  # noqa: E402
 
-from verl_roles import paths, pipeline, releases, verl_differences  # noqa: E402
-from verl_roles.cmdline import CommandLine  # noqa: E402
-from verl_roles.flat_lora import add_flat_lora_keys  # noqa: E402
+from verl_roles.base import releases  # noqa: E402
+from verl_roles.base.layout import ENGINE_KEY, ENGINES, PRIMARY_CONFIG, ROLES  # noqa: E402
+from verl_roles.base.layout import engine as engine_row  # noqa: E402
 from verl_roles.hydra_adapter.compose import compose_raw  # noqa: E402
-from verl_roles.layout import ENGINES, PRIMARY_CONFIG, ROLES  # noqa: E402
-from verl_roles.layout import engine as engine_row  # noqa: E402
-from verl_roles.sequence_parallel import write_effective_sequence_parallel  # noqa: E402
+from verl_roles.inputs import paths  # noqa: E402
+from verl_roles.inputs.cmdline import CommandLine  # noqa: E402
+from verl_roles.inputs.engine_options import engine_option_files  # noqa: E402
+from verl_roles.steps import pipeline  # noqa: E402
+from verl_roles.steps.flat_lora import add_flat_lora_keys  # noqa: E402
+from verl_roles.steps.sequence_parallel import write_effective_sequence_parallel  # noqa: E402
+from verl_roles.upstream import verl_differences  # noqa: E402
 
 PACKAGE_DATA = releases.RELEASES_DIR
 GROUP_DIR = REPO / "conf" / releases.VERSION_KEY
-PRIMARY = REPO / "conf" / "ppo_trainer.yaml"
+CONF = REPO / "conf"
+PRIMARY = CONF / "ppo_trainer.yaml"
 
 # enums.json entry -> the name the package reads it under.
 NAME_LISTS = {
@@ -69,7 +78,7 @@ NAME_LISTS = {
     "warmup_style": "warmup_style",
     "rollout_name": "rollout_name",
     "rollout_mode": "rollout_mode",
-    # ray.init's keyword names (verl passes ray_kwargs.ray_init on to it: verl_roles/passed_on.py).
+    # ray.init's keyword names (verl passes ray_kwargs.ray_init on to it: verl_roles/upstream/passed_on.py).
     "ray_init_parameter": "ray_init_parameter",
 }
 
@@ -248,7 +257,7 @@ def build(reference: Path, trees: dict[str, OurTree], every_release: dict[str, s
 def conversion_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every kind of ``omega_conf_to_dataclass`` call the release makes (the section converted, the
     dataclass named, or None for the node's ``_target_``) with the places it is made: what
-    verl_roles/verl_prelaunch.py converts, in verl's Python, before a launch."""
+    verl_roles/upstream/verl_prelaunch.py converts, in verl's Python, before a launch."""
     kinds: dict[tuple[str, str], dict[str, Any]] = {}
     for call in calls:
         if call["section"] is None:
@@ -264,7 +273,7 @@ def conversion_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 #
 # A release's layer is computed against the tree conf/ writes (composed with no layer): every leaf of
 # verl's composed config for the release is then in ours with the release's value, or differs on purpose
-# (verl_roles/verl_differences.py).
+# (verl_roles/upstream/verl_differences.py).
 
 _REF = re.compile(r"\$\{(?:oc\.select:)?([A-Za-z_][\w.]*)")
 _PURE_REF = re.compile(r"\$\{(?:oc\.select:)?([A-Za-z_][\w.]*)(?:,[^${}]*)?\}")
@@ -282,16 +291,6 @@ def pure_ref(raw: Any) -> str | None:
         if match:
             return match.group(1)
     return None
-
-
-def leaves_of(tree: Any, prefix: str = "") -> dict[str, Any]:
-    """path -> value of every leaf: scalars, lists and empty mappings (as the freeze script counts)."""
-    if isinstance(tree, dict) and tree:
-        found: dict[str, Any] = {}
-        for key, value in tree.items():
-            found.update(leaves_of(value, f"{prefix}.{key}" if prefix else str(key)))
-        return found
-    return {prefix: tree}
 
 
 _ABSENT = object()
@@ -320,7 +319,7 @@ class OurTree:
             self.produced = OmegaConf.to_container(resolved)
         self.raw = OmegaConf.to_container(cfg, resolve=False)
         self.resolved = OmegaConf.to_container(cfg, resolve=True)
-        self.raw_leaves = leaves_of(self.raw)
+        self.raw_leaves = paths.flat_leaves(self.raw)
         self.followers: dict[str, set[str]] = {}
         for path in self.raw_leaves:
             for source in self.chain(path)[1:]:
@@ -553,8 +552,8 @@ def option_text(release: str) -> str:
         "# @package _global_\n"
         f"# The verl release this config is written for: verl {release}. Generated by\n"
         "# scripts/generate_verl_releases.py (do not edit): what the release changes in this tree, its\n"
-        f"# defaults and keys, is data in verl_roles/verl_releases/{release}.json, applied when the config\n"
-        "# is composed.\n"
+        f"# defaults and keys, is data in verl_roles/upstream/verl_releases/{release}.json, applied when\n"
+        "# the config is composed.\n"
         "\n"
         "# The verl release the trainer config is written for (verl_version=RELEASE picks another).\n"
         f"{releases.VERSION_KEY}: '{release}'\n"
@@ -590,6 +589,7 @@ def outputs() -> dict[Path, str]:
         files[PACKAGE_DATA / f"{release}.json"] = dump(content)
         files[GROUP_DIR / f"{release}.yaml"] = option_text(release)
     files[PRIMARY] = primary_text(PRIMARY.read_text(encoding="utf-8"))
+    files.update(engine_option_files(CONF))
     return files
 
 
@@ -598,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff when stale")
     args = parser.parse_args(argv)
     files = outputs()
-    known = {*PACKAGE_DATA.glob("*.json"), *GROUP_DIR.glob("*.yaml")}
+    known = {*PACKAGE_DATA.glob("*.json"), *GROUP_DIR.glob("*.yaml"), *(CONF / ENGINE_KEY).glob("*.yaml")}
     unlisted = sorted(path for path in known if path not in files)
     stale = []
     for path, text in files.items():
@@ -618,7 +618,9 @@ def main(argv: list[str] | None = None) -> int:
             tmp.replace(path)
     if args.check:
         for path in unlisted:
-            print(f"{path.relative_to(REPO)}: no frozen reference tests/data/verl-{path.stem}/ generates it")
+            source = ("no row of verl_roles/base/layout.py" if path.parent.name == ENGINE_KEY
+                      else f"no frozen reference tests/data/verl-{path.stem}/")
+            print(f"{path.relative_to(REPO)}: {source} generates it")
         if stale or unlisted:
             print("stale: run python scripts/generate_verl_releases.py", file=sys.stderr)
             return 1

@@ -76,7 +76,7 @@ def compose_with_verl_roles(tokens: list[str], release: str) -> tuple[Any | None
     """(config, None) or (None, first line of the error), written for ``release``. ``--config-path``
     naming verl's own folder is dropped (ours is the counterpart); ``--config-name`` is passed as written."""
     import verl_roles
-    from verl_roles import releases
+    from verl_roles.base import releases
 
     _, config_name, overrides = split_config_options(tokens)
     overrides = [releases.choice(release), *overrides]
@@ -152,31 +152,12 @@ def measure_examples(release: str) -> dict[str, Any]:
     }
 
 
-def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(node, dict) and node:
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: node}
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Equal as YAML values: 1 == 1.0, but a bool is never a number."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    return a == b
-
-
 def measure_coverage(release: str) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     import verl_roles
-    from verl_roles import releases
+    from verl_roles.base import releases
+    from verl_roles.inputs.paths import flat_leaves, same_value
 
     meta = load_json(DATA / f"verl-{release}" / "meta.json")
     coverage: dict[str, Any] = {}
@@ -185,7 +166,7 @@ def measure_coverage(release: str) -> dict[str, Any]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                ours = flatten(OmegaConf.to_container(
+                ours = flat_leaves(OmegaConf.to_container(
                     verl_roles.compose([f"model_engine={engine}", releases.choice(release)])))
             compose_error = None
         except Exception as exc:  # noqa: BLE001 - an engine we lack is a measured outcome
@@ -277,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--details", action="store_true", help="list every refused launch, differing and missing leaf"
     )
-    from verl_roles import releases
+    from verl_roles.base import releases
 
     parser.add_argument("--release", choices=releases.supported(), action="append",
                         help="measure this release only (repeatable; default: every supported release)")

@@ -41,7 +41,7 @@ from verl_judge import Case, compose_and_check, failed_steps, one_line, verl_acc
 from verl_known_failures import deliberate_refusal  # noqa: E402
 from verl_population import population  # noqa: E402
 
-from verl_roles import releases  # noqa: E402
+from verl_roles.base import releases  # noqa: E402
 
 AGREE_ACCEPTED = "agree: accepted"
 AGREE_REFUSED = "agree: refused"

@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 from omegaconf import OmegaConf
 
-from verl_roles import releases
-from verl_roles.program import tune_garbage_collection
+from verl_roles.base import releases
+from verl_roles.base.program import tune_garbage_collection
+from verl_roles.inputs.paths import flat_leaves
 
 # The suite's hypothesis profile: few examples, the same ones on every run (derandomized, no example
 # database on disk), so a run is deterministic and a failure reproduces; a property asks for its own
@@ -87,7 +88,7 @@ def _link_installed_bytecode(folder: str) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # The suite's processes collect garbage as the programs do (verl_roles.program): a worker spent about
+    # The suite's processes collect garbage as the programs do (verl_roles.base.program): a worker spent about
     # 8 of its ~75 CPU-seconds in Python's collector at its default thresholds, about 3 at these.
     tune_garbage_collection()
     if hasattr(config, "workerinput") or os.environ.get("PYTHONPYCACHEPREFIX"):
@@ -210,24 +211,14 @@ def main_in_process(
 
 def flat(cfg) -> dict[str, object]:
     """Dotted key -> resolved leaf value (an empty dict or list counts as a leaf)."""
-    out: dict[str, object] = {}
-
-    def walk(node, prefix):
-        if isinstance(node, dict) and node:
-            for key, value in node.items():
-                walk(value, f"{prefix}.{key}" if prefix else str(key))
-        else:
-            out[prefix] = node
-
-    walk(OmegaConf.to_container(cfg, resolve=True), "")
-    return out
+    return flat_leaves(OmegaConf.to_container(cfg, resolve=True))
 
 
 def arrived(cfg, override: str) -> None:
     """Assert that ``key=value`` reached the composed ``cfg``: the key (or, for a legacy key, the
     current key it is read as) holds the value the override typed (Hydra's parser reads it)."""
     from verl_roles import legacy
-    from verl_roles.cmdline import hydra_parse
+    from verl_roles.inputs.cmdline import hydra_parse
 
     parsed = hydra_parse(override)
     key, value = parsed.key_or_group, parsed.value()

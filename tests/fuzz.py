@@ -23,8 +23,8 @@ import yaml
 from hypothesis import strategies as st
 
 import verl_roles
-from verl_roles.layout import ENGINE_ALIASES, ENGINES
-from verl_roles.releases import engine_choice
+from verl_roles.base.layout import ENGINE_ALIASES, ENGINES
+from verl_roles.base.releases import engine_choice
 from verl_roles.slime.names import SLIME_KEYS
 
 # --- the real key set -------------------------------------------------------------------------------

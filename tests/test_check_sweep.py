@@ -9,10 +9,10 @@ from conftest import assert_user_error, run_in_process
 
 from verl_roles import ConfigError, compose
 from verl_roles.cli import main as cli
-from verl_roles.cmdline import CommandLine
 from verl_roles.commands.sweep import SUMMARY_FILE, read_summary
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.sweep_grid import sweep_points
 from verl_roles.main import main
-from verl_roles.sweep_grid import sweep_points
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack
@@ -143,7 +143,7 @@ def test_a_grid_too_big_to_plan_is_refused_at_once_by_the_sweep_and_check_sweep(
     grid: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
     """Each job is planned before any starts: a range step of 1e-9 kept check-sweep busy for hours."""
-    from verl_roles.limits import MAX_SWEEP_JOBS
+    from verl_roles.base.limits import MAX_SWEEP_JOBS
 
     assert cli(["check-sweep", *grid]) == 2
     assert f"more than the {MAX_SWEEP_JOBS:,} a sweep may have" in capsys.readouterr().err

@@ -17,10 +17,10 @@ from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles.cli import main as cli
-from verl_roles.cmdline import CommandLine
 from verl_roles.compat.hydra import RepositoryBase, args_parser, search_path_of
-from verl_roles.config_tree import CONF_DIR
-from verl_roles.flags import HYDRA_FLAGS, OPTIONAL, REQUIRED
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.config_tree import CONF_DIR
+from verl_roles.inputs.flags import HYDRA_FLAGS, OPTIONAL, REQUIRED
 from verl_roles.legacy import read_command_line, translate_command
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.

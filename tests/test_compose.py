@@ -9,9 +9,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles.layout import ENGINES, ROLE_GROUPS, ROLE_SECTIONS
-from verl_roles.paths import leaves
-from verl_roles.releases import engine_choice
+from verl_roles.base.layout import ENGINES, ROLE_GROUPS, ROLE_SECTIONS
+from verl_roles.base.releases import engine_choice
+from verl_roles.inputs.paths import leaves
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack

@@ -12,16 +12,16 @@ from node_fingerprint import fingerprint
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles import releases
-from verl_roles.api import compose_full, compose_raw
-from verl_roles.cmdline import CommandLine
+from verl_roles.api.composition import compose_full, compose_raw
+from verl_roles.base import layout, releases
 from verl_roles.compat import OMEGACONF_2_4, VERSION_BASE
-from verl_roles.flat_lora import add_flat_lora_keys
 from verl_roles.hydra_adapter import plain_compose
 from verl_roles.hydra_adapter.caches import clear_caches
+from verl_roles.inputs.cmdline import CommandLine
 from verl_roles.omegaconf_adapter.yaml_dialect import load_yaml
-from verl_roles.run_files import to_yaml
-from verl_roles.sequence_parallel import write_effective_sequence_parallel
+from verl_roles.runs.run_files import to_yaml
+from verl_roles.steps.flat_lora import add_flat_lora_keys
+from verl_roles.steps.sequence_parallel import write_effective_sequence_parallel
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack
@@ -94,12 +94,12 @@ def test_no_global_hydra_state_and_caller_state_kept():
 
 
 def test_the_api_leaves_the_callers_garbage_collector_alone_and_the_programs_tune_theirs(capsys):
-    """The programs collect garbage less often in their own process (verl_roles.program); the Python API
+    """The programs collect garbage less often in their own process (verl_roles.base.program); the Python API
     runs in the caller's process and changes nothing there."""
     import gc
 
+    from verl_roles.base.program import COLLECTOR_THRESHOLDS
     from verl_roles.main import main
-    from verl_roles.program import COLLECTOR_THRESHOLDS
 
     saved = gc.get_threshold()
     try:
@@ -204,7 +204,7 @@ def cold_full(overrides: list[str], config_dir: str | None = None):
 # the files as they load, by one function on each path: each pair's edits differ), and one engine under
 # a release with an empty layer: with nothing to apply, both paths merge the files as read, which the
 # layered pairs merge too, for every engine.
-ENGINES = ["dp", "megatron", "torchtitan", "veomni"]
+ENGINES = list(layout.ENGINES)
 LAYERED = [(engine, release) for release in releases.supported() for engine in ENGINES
            if any(releases.layer(release, engine).values())]
 ENGINE_RELEASES = [*LAYERED, *[(ENGINES[0], release) for release in releases.supported()
@@ -290,10 +290,10 @@ def test_an_interpolated_default_is_resolved(tmp_path):
 
 @pytest.mark.parametrize("engine", ["dp", "megatron"])
 def test_rules_read_the_values_omegaconfs_select_gives(engine):
-    """The rules' reader (verl_roles.rules.values.get, walking node contents where it can) gives what
-    OmegaConf.select gives, for every key of a resolved config and for keys it does not hold."""
+    """The rules' reader (verl_roles.validation.rules.values.get, walking node contents where it can) gives
+    what OmegaConf.select gives, for every key of a resolved config and for keys it does not hold."""
     from verl_roles.omegaconf_adapter.nodes import key_paths
-    from verl_roles.rules.values import UNSET, get
+    from verl_roles.validation.rules.values import UNSET, get
 
     cfg = verl_roles.compose([f"model_engine={engine}", "trainer.logger=[console,wandb]"])
     keys = [*key_paths(cfg), "trainer.logger.0", "no_such.key", "trainer.no_such_key", "trainer..x"]
@@ -369,3 +369,29 @@ def test_fast_resolution_equals_omegaconfs_node_for_node(overrides):
     assert fingerprint(ours) == fingerprint(reference)
     assert all(OmegaConf.select(composed, key) == OmegaConf.select(composed, target)
                for key, target in followed.items())
+
+
+@pytest.mark.parametrize("jobs", [0, 1, 3], ids=["run", "sweep-of-1", "sweep-of-3"])
+def test_hydra_composes_once_per_run_and_once_per_sweep_job(jobs: int, tmp_path, capsys, monkeypatch):
+    """One path for one run: Hydra's loader composes a run once (the plan's composition is served to
+    Hydra's run loop), and a sweep once for its own config and once per job (each job's composition is
+    planned, checked and served, never composed again)."""
+    import uuid
+
+    from verl_roles.hydra_adapter.loader import ConfigLoader
+    from verl_roles.main import main
+
+    calls = []
+    guard = ConfigLoader.guard_composition
+    monkeypatch.setattr(ConfigLoader, "guard_composition",
+                        lambda self, compose: calls.append(1) or guard(self, compose))
+    # A value no other test composes, so no memo of an earlier composition answers.
+    fresh = f"trainer.project_name=p{uuid.uuid4().hex}"
+    quiet = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
+    if jobs:
+        values = ",".join(f"{index + 1}e-5" for index in range(jobs))
+        args = ["-m", fresh, f"critic.optim.lr={values}", f"hydra.sweep.dir={tmp_path / 'sweep'}", *quiet]
+    else:
+        args = [fresh, f"hydra.run.dir={tmp_path / 'run'}", *quiet]
+    assert main(args) == 0, capsys.readouterr().err
+    assert len(calls) == (1 + jobs if jobs else 1)

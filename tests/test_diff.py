@@ -116,7 +116,7 @@ def test_a_release_side_borrows_the_overrides_and_renamed_keys_are_paired(in_tmp
     """`diff verl_version=OLD -- verl_version=NEW OVERRIDES` compares one config under two releases: the
     overrides reach both sides, keys the new release spells another way are `renamed`, and the counts
     add up."""
-    from verl_roles import releases
+    from verl_roles.base import releases
 
     old, new = releases.supported()[0], releases.DEFAULT_RELEASE
     result = run_in_process(
@@ -193,7 +193,7 @@ def test_stock_is_verls_own_composed_config(capsys: pytest.CaptureFixture[str]):
 
     import verl_roles
     from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
-    from verl_roles.verl_differences import deliberate
+    from verl_roles.upstream.verl_differences import deliberate
 
     args = ["model_engine=megatron", "actor_rollout_ref.actor.optim.lr=3e-6", "trainer.total_epochs=3",
             "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=4"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import assert_user_error, run_in_process
 
-from verl_roles import releases
+from verl_roles.base import releases
 
 OLD, NEW = releases.supported()[0], releases.DEFAULT_RELEASE
 UPGRADE = [releases.choice(OLD), "--", releases.choice(NEW)]

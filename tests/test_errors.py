@@ -13,8 +13,8 @@ import pytest
 from conftest import assert_user_error, main_in_process, run, run_in_process, write
 
 import verl_roles
+from verl_roles.base.layout import ROLES, TRAINED_SECTIONS
 from verl_roles.compat import VERSION_BASE
-from verl_roles.layout import ROLES, TRAINED_SECTIONS
 from verl_roles.main import main
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
@@ -386,7 +386,7 @@ def test_subprocess_exit_code_no_traceback(in_tmp: Path):
 def test_debug_flag_adds_the_traceback_and_keeps_the_verdict(tmp_path, capsys):
     assert main(["trainer.nnodez=2", f"hydra.run.dir={tmp_path}", "--debug"]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" in err and "verl_roles.errors.ConfigError" in err
+    assert "Traceback" in err and "verl_roles.base.errors.ConfigError" in err
     assert err.count("verl_roles error: ") == 1 and "did you mean `trainer.nnodes`" in err
 
 

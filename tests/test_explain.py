@@ -7,12 +7,13 @@ from conftest import assert_user_error, flat, run_in_process, write
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles.api import compose_raw
+from verl_roles.api.composition import compose_raw
+from verl_roles.base.layout import ENGINES
+from verl_roles.base.releases import engine_choice
 from verl_roles.cli import main as cli_main
 from verl_roles.commands import explain
-from verl_roles.layout import ENGINES
-from verl_roles.releases import engine_choice
-from verl_roles.sequence_parallel import TURNED_OFF
+from verl_roles.inputs.paths import flat_leaves
+from verl_roles.steps.sequence_parallel import TURNED_OFF
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack
@@ -85,17 +86,7 @@ def test_chain_is_exact_for_every_key(engine):
     """For every leaf, the last step wrote exactly the raw value the composed config holds."""
     overrides = [*engine_choice(engine), "role/critic=default"]
     composed = compose_raw("ppo_trainer", overrides)
-    leaves: dict[str, object] = {}
-
-    def walk(node: object, prefix: str) -> None:
-        for key, value in node.items():
-            path = f"{prefix}{key}"
-            if isinstance(value, dict) and value:
-                walk(value, path + ".")
-            else:
-                leaves[path] = value
-
-    walk(OmegaConf.to_container(composed, resolve=False), "")
+    leaves = flat_leaves(OmegaConf.to_container(composed, resolve=False))
     explained = explain.explain_many(list(leaves), overrides)
     for key, explanation in zip(leaves, explained, strict=True):
         steps = explanation.steps

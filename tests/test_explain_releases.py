@@ -12,7 +12,7 @@ import shlex
 import pytest
 from conftest import DATA
 
-from verl_roles import releases
+from verl_roles.base import releases
 from verl_roles.cli import main as cli
 from verl_roles.legacy import find
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import CONF, assert_user_error, cli_env, main_in_process, run_in_process, write
 
+from verl_roles.base.layout import ENGINE_ALIASES, ENGINES
+from verl_roles.base.releases import engine_choice
 from verl_roles.cli import main as cli
-from verl_roles.layout import ENGINE_ALIASES, ENGINES
-from verl_roles.releases import engine_choice
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack

@@ -1,5 +1,5 @@
-"""The gate (verl_roles/gate.py) by class, not by case: the same content reaches a run through every
-channel (the command line, a primary config under --config-dir, an option file of a user's group under
+"""The gate (verl_roles/validation/gate.py) by class, not by case: the same content reaches a run through
+every channel (the command line, a primary config under --config-dir, an option file of a user's group under
 --config-dir or under hydra.searchpath, the Python API), and gets the same verdict through each. A
 refused run writes nothing and runs nothing; an accepted one runs what it says.
 
@@ -19,7 +19,7 @@ import pytest
 from conftest import write
 
 import verl_roles
-from verl_roles.errors import ConfigError
+from verl_roles.base.errors import ConfigError
 from verl_roles.main import main
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.

@@ -12,8 +12,8 @@ import pytest
 from conftest import run_in_process, write
 
 import verl_roles
-from verl_roles import releases
-from verl_roles.inert_table import ROWS
+from verl_roles.base import releases
+from verl_roles.upstream.inert_table import ROWS
 
 KL_COEF = "algorithm.kl_ctrl.kl_coef=0.01"
 A, RO, RF = "actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.ref"

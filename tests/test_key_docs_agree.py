@@ -20,15 +20,15 @@ import pytest
 from conftest import assert_user_error, run_in_process
 
 import verl_roles
-from verl_roles import layout, releases
-from verl_roles.cmdline import CommandLine
+from verl_roles.base import layout, releases
+from verl_roles.base.errors import ConfigError
+from verl_roles.base.releases import engine_choice
 from verl_roles.commands.keys import key_entries
-from verl_roles.errors import ConfigError
-from verl_roles.flags import CONFIG_FLAGS
-from verl_roles.releases import engine_choice
-from verl_roles.rules.lora import LORA_TYPES
-from verl_roles.rules.tables import ENUMS
-from verl_roles.schema import declared_types, engine_strategies, verl_names
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.flags import CONFIG_FLAGS
+from verl_roles.validation.rules.lora import LORA_TYPES
+from verl_roles.validation.rules.tables import ENUMS
+from verl_roles.validation.schema import declared_types, engine_strategies, verl_names
 
 _WORD = r"[A-Za-z0-9_](?:[\w.+\-]*[\w+\-])?"
 _ITEM = rf"`?{_WORD}`?(?: \([^)]*\))?"

@@ -27,7 +27,7 @@ import verl_ray
 import yaml
 from conftest import REPO, cli_env, installed_verl_release, main_in_process, verl_python
 
-from verl_roles import releases
+from verl_roles.base import releases
 from verl_roles.cli import main as cli_main
 
 DEFAULT = releases.DEFAULT_RELEASE

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from verl_roles.tiers import ONLY_FROM, TIERS, rank, tier_of
+from verl_roles.tiers import ONLY_FROM, ROOT_MODULES, TIERS, folder_of, height, rank, tier_of
 
 PACKAGE = REPO / "verl_roles"
 # The one package that may use Hydra's and OmegaConf's private API.
@@ -80,7 +80,15 @@ def test_the_tier_map_names_only_what_exists():
     assert not stale, f"tier map entries with no module: {stale}"
 
 
+def test_the_root_holds_only_the_public_face_and_the_entry_shims():
+    """Every other module sits in a folder named for its concern (verl_roles/tiers.py lists them)."""
+    at_root = sorted("" if path.stem == "__init__" else path.stem for path in PACKAGE.glob("*.py"))
+    assert at_root == sorted(ROOT_MODULES) and len(at_root) <= 10, at_root
+
+
 def upward_imports(imports: dict[str, set[str]]) -> list[str]:
+    """Imports that point up: to a higher tier, to a folder listed later in the map (folders are ordered
+    within a tier too), or to a tier that only some tiers may import."""
     found = []
     for module, targets in sorted(imports.items()):
         here = tier_of(module)
@@ -92,6 +100,9 @@ def upward_imports(imports: dict[str, set[str]]) -> list[str]:
                 found.append(f"{module} ({here}) imports {target} ({there})")
             elif there in ONLY_FROM and here != there and here not in ONLY_FROM[there]:
                 found.append(f"{module} ({here}) imports {target} ({there}; only {ONLY_FROM[there]} may)")
+            elif height(target) > height(module):  # type: ignore[operator]
+                found.append(f"{module} ({folder_of(module)}/) imports {target} ({folder_of(target)}/, "
+                             "listed after it)")
     return found
 
 
@@ -102,14 +113,17 @@ def test_no_import_points_up():
 def test_the_direction_check_fails_on_an_upward_import():
     """The check itself: a core module importing the composition tier, and a command skipping the API."""
     fake = {
-        "verl_roles.rules.tables": {"verl_roles.hydra_adapter.loader"},
-        "verl_roles.commands.show": {"verl_roles.hydra_adapter.loader", "verl_roles.api"},
-        "verl_roles.errors": {"verl_roles.layout"},
+        "verl_roles.validation.rules.tables": {"verl_roles.hydra_adapter.loader"},
+        "verl_roles.commands.show": {"verl_roles.hydra_adapter.loader", "verl_roles.api.composition"},
+        "verl_roles.base.errors": {"verl_roles.base.layout"},
+        "verl_roles.inputs.cmdline": {"verl_roles.messages.wording", "verl_roles.upstream.passed_on"},
     }
     assert upward_imports(fake) == [
         "verl_roles.commands.show (commands) imports verl_roles.hydra_adapter.loader "
         "(composition; only ('api',) may)",
-        "verl_roles.rules.tables (core) imports verl_roles.hydra_adapter.loader (composition)",
+        "verl_roles.inputs.cmdline (inputs/) imports verl_roles.messages.wording "
+        "(messages/, listed after it)",
+        "verl_roles.validation.rules.tables (core) imports verl_roles.hydra_adapter.loader (composition)",
     ]
 
 
@@ -132,7 +146,7 @@ def test_no_import_cycle():
 
 
 # Public names of the standard library that start with an underscore: ``os._exit`` ends a forked child
-# without the parent's clean-up (verl_roles/verl_prelaunch.py's worker steps).
+# without the parent's clean-up (verl_roles/upstream/verl_prelaunch.py's worker steps).
 PUBLIC_UNDERSCORED = {("os", "_exit")}
 
 
@@ -201,7 +215,8 @@ def test_only_the_compatibility_seam_touches_private_hydra_and_omegaconf_api(mod
 
 
 # verl_prelaunch runs in verl's Python (it imports verl): read, never imported here.
-IMPORTABLE = sorted(m for m in MODULES if not m.startswith(SEAM) and m != "verl_roles.verl_prelaunch")
+IMPORTABLE = sorted(m for m in MODULES if not m.startswith(SEAM) and m !=
+"verl_roles.upstream.verl_prelaunch")
 
 
 @pytest.mark.parametrize("module", IMPORTABLE)
@@ -258,10 +273,10 @@ def test_the_hook_check_fails_on_a_planted_override():
 
 
 def test_verls_checks_import_only_what_verls_python_has():
-    """verl_roles/verl_prelaunch.py runs by path in verl's Python, where verl_roles need not exist: the
-    standard library, omegaconf, torch and verl only."""
+    """verl_roles/upstream/verl_prelaunch.py runs by path in verl's Python, where verl_roles need not exist:
+    the standard library, omegaconf, torch and verl only."""
     import sys
 
-    roots = {name.split(".")[0] for name in imported_names(trees()["verl_roles.verl_prelaunch"])}
+    roots = {name.split(".")[0] for name in imported_names(trees()["verl_roles.upstream.verl_prelaunch"])}
     allowed = set(sys.stdlib_module_names) | {"__future__", "omegaconf", "torch", "verl"}
     assert roots <= allowed, f"verl_prelaunch.py imports {sorted(roots - allowed)}"

@@ -1,4 +1,4 @@
-"""The one layout table (verl_roles/layout.py) and the config tree agree: every engine of the
+"""The one layout table (verl_roles/base/layout.py) and the config tree agree: every engine of the
 model_engine group has its row, and every name a row gives exists where the row says."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from conftest import CONF, group_options
 from omegaconf import DictConfig, OmegaConf
 
 import verl_roles
-from verl_roles import layout
-from verl_roles.releases import engine_choice
+from verl_roles.base import layout
+from verl_roles.base.releases import engine_choice
 
 
 def test_every_model_engine_option_is_an_engine_or_an_alias():

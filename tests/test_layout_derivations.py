@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, cli_env
 
-# Inserted into the copy's verl_roles/layout.py: each line before the first line starting with its key.
+# Inserted into the copy's verl_roles/base/layout.py: each line before the first line starting with its key.
 EXTRA_ROWS = {
     "DEFAULT_ENGINE = ": (
         "from dataclasses import replace as _replace\n"
@@ -34,13 +34,16 @@ EXTRA_ROWS = {
 PROBE = r"""
 import json
 from omegaconf import OmegaConf
-from verl_roles import layout, own_types, releases, verl_differences
+from verl_roles.base import layout, releases
+from verl_roles.upstream import own_types, verl_differences
 from verl_roles.commands.snapshots import VARIANTS
-from verl_roles.role_table import ROLE_COLUMNS
-from verl_roles.rules import tables
-from verl_roles.rules.values import fsdp_roles_in_use, shown_roles
-from verl_roles.sequence_parallel import megatron_role_blocks
-from verl_roles.summary import summarize
+from verl_roles.views.role_table import ROLE_COLUMNS
+from verl_roles.validation.rules import tables
+from verl_roles.validation.rules.values import fsdp_roles_in_use, shown_roles
+from verl_roles.steps.sequence_parallel import megatron_role_blocks
+from verl_roles.views.summary import summarize
+from verl_roles.inputs.config_tree import CONF_DIR
+from verl_roles.inputs.engine_options import engine_option_files
 
 section = {"optim": {"lr": 3e-6}, "ppo_mini_batch_size": 8, "ppo_micro_batch_size_per_gpu": 2,
            "log_prob_micro_batch_size_per_gpu": 4, "enable": True}
@@ -72,6 +75,7 @@ print(json.dumps({
     "columns": list(ROLE_COLUMNS),
     "fsdp_roles": fsdp_roles_in_use(OmegaConf.merge(cfg, {"model_engine": "dp"})),
     "slime_roles": list(layout.SLIME_ROLES),
+    "engine_option": engine_option_files(CONF_DIR)[CONF_DIR / "model_engine" / "probe_engine.yaml"],
     "snapshots": [v.filename for v in VARIANTS],
     "selectable": list(layout.SELECTABLE_GROUPS),
 }))
@@ -82,7 +86,7 @@ def probe_with_extra_rows(tmp_path: Path) -> dict:
     package = tmp_path / "verl_roles"
     shutil.copytree(REPO / "verl_roles", package, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "conf").symlink_to(REPO / "conf")  # the copy's verl_roles/conf -> ../conf, read only
-    layout = package / "layout.py"
+    layout = package / "base" / "layout.py"
     lines = layout.read_text(encoding="utf-8").splitlines(keepends=True)
     for anchor, text in EXTRA_ROWS.items():
         at = next(i for i, line in enumerate(lines) if line.startswith(anchor))
@@ -125,3 +129,11 @@ def test_a_role_and_an_engine_added_to_the_layout_reach_every_table(tmp_path: Pa
     # Not a slime role unless its row says so; a snapshot of the new engine.
     assert "probe_role" not in found["slime_roles"]
     assert "_generated_ppo_probe_engine_trainer.yaml" in found["snapshots"]
+    # The engine's option of the model_engine group, generated: its baseline, every role's block (the new
+    # role's too), the new trained role's optimizer and LoRA block.
+    option = found["engine_option"].splitlines()
+    assert {
+        "  - /engine/probe_engine@probe_engine", "  - /engine/probe_engine_role@probe_section.probe_engine",
+        "  - /engine/probe_engine_role@critic.probe_engine", "  - /optim/megatron@probe_section.optim",
+        "  - /lora/megatron@probe_section.model.lora", "model_engine: probe_engine",
+    } <= set(option), option

@@ -14,12 +14,13 @@ from conftest import DATA, flat, main_in_process, run_in_process, write
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles import cli, flat_lora, legacy
+from verl_roles import cli, legacy
 from verl_roles import main as main_module
-from verl_roles.errors import ConfigError
-from verl_roles.layout import DP, ENGINE_TABLE, ENGINES
-from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning
-from verl_roles.releases import engine_choice
+from verl_roles.base.errors import ConfigError
+from verl_roles.base.layout import DP, ENGINE_TABLE, ENGINES
+from verl_roles.base.notices import ConfigDeprecationWarning, ConfigTranslationWarning
+from verl_roles.base.releases import engine_choice
+from verl_roles.steps import flat_lora
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack
@@ -366,7 +367,7 @@ VERL_091_CHANGES: dict[str, str] = {
 
 # Reference keys whose value or presence differs on purpose, each with the reason.
 # Launchable defaults (issue 27): the legacy trainers left every micro batch size unset, which verl refuses
-# to start with; the unified config sets them (verl_roles/verl_differences.py gives the reason).
+# to start with; the unified config sets them (verl_roles/upstream/verl_differences.py gives the reason).
 LAUNCHABLE_DEFAULTS = {
     pattern: "verl leaves the micro batch size unset and refuses to start; the unified config sets 4"
     for pattern in ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
@@ -455,7 +456,7 @@ def test_unified_config_keeps_every_legacy_value(engine):
 def test_migrate_rewrites_a_line_from_one_release_to_another(in_tmp):
     from conftest import run_in_process
 
-    from verl_roles import releases
+    from verl_roles.base import releases
 
     old, new = releases.supported()[0], releases.DEFAULT_RELEASE
     result = run_in_process(
@@ -473,7 +474,7 @@ def test_migrate_rewrites_a_line_from_one_release_to_another(in_tmp):
 def test_migrate_refuses_a_key_the_new_release_has_nothing_for(in_tmp):
     from conftest import assert_user_error, run_in_process
 
-    from verl_roles import releases
+    from verl_roles.base import releases
 
     old, new = releases.supported()[0], releases.DEFAULT_RELEASE
     result = run_in_process(

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles import legacy
-from verl_roles.paths import dotted, leaves
+from verl_roles.inputs.paths import dotted, leaves
 
 REWARD_PREFIXES = ("reward_model.", "custom_reward_function.", "sandbox_fusion.", "reward_manager.")
 EXAMPLES = DATA / "verl_examples"

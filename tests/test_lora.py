@@ -9,10 +9,10 @@ from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles import main as main_module
-from verl_roles import releases
-from verl_roles.errors import ConfigError
-from verl_roles.layout import ENGINE_TABLE, ENGINES, MEGATRON_MODULE_NAMES
-from verl_roles.releases import engine_choice
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError
+from verl_roles.base.layout import ENGINE_TABLE, ENGINES, MEGATRON_MODULE_NAMES
+from verl_roles.base.releases import engine_choice
 
 MODELS = ("actor_rollout_ref.model", "critic.model")
 FLAT_KEYS = ("lora_rank", "lora_alpha", "target_modules", "exclude_modules", "lora_adapter_path")

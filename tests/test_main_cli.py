@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 import verl_roles
 from verl_roles.main import main
-from verl_roles.run_files import ROLE_SECTIONS
+from verl_roles.runs.run_files import ROLE_SECTIONS
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack

@@ -11,8 +11,8 @@ import pytest
 from conftest import assert_user_error, run_in_process, write
 
 import verl_roles
-from verl_roles import releases
-from verl_roles.cmdline import CommandLine
+from verl_roles.base import releases
+from verl_roles.inputs.cmdline import CommandLine
 
 OLD, NEW = releases.supported()[0], releases.DEFAULT_RELEASE
 

@@ -3,7 +3,8 @@ refuses with one paragraph and exit 2. Checked on lines nobody listed: drawn fro
 corpora (tests/data/verl_examples/: the Jan-2026 volcengine tree, verl's legacy launch form with
 ``--config-path`` and ``ppo_megatron_trainer``, and the launches of verl's releases), respelled with the
 legacy table's old keys, written for one release and moved to another (``--from``/``--to``, up and down),
-then migrated as a user types it and the printed line composed through ``verl_roles.api.compose``."""
+then migrated as a user types it and the printed line composed through
+``verl_roles.api.composition.compose``."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from pathlib import Path
 import pytest
 from conftest import DATA, run_in_process, sampled
 
-from verl_roles import releases
-from verl_roles.api import compose
-from verl_roles.cmdline import CommandLine
-from verl_roles.errors import ConfigError
-from verl_roles.flags import CONFIG_PATH
+from verl_roles.api.composition import compose
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.flags import CONFIG_PATH
 from verl_roles.legacy import LEGACY_KEYS, find
 
 SIZE = 160

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import cli_env
 
+from verl_roles.base.errors import ConfigError
 from verl_roles.commands import launch, sweep
-from verl_roles.errors import ConfigError
 from verl_roles.main import main
 
 # Real processes: what is tested is how they end.

@@ -7,7 +7,7 @@ import pytest
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles.run_files import ROLE_SECTIONS, run_files, to_yaml
+from verl_roles.runs.run_files import ROLE_SECTIONS, run_files, to_yaml
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack

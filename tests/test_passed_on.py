@@ -1,6 +1,6 @@
-"""Sections verl passes on to another library (verl_roles/passed_on.py): a key added there is judged by what
-the receiving call accepts, with one verdict through every channel (command line, primary config, option
-file, search-path option file, Python API), for every supported release."""
+"""Sections verl passes on to another library (verl_roles/upstream/passed_on.py): a key added there is judged
+by what the receiving call accepts, with one verdict through every channel (command line, primary config,
+option file, search-path option file, Python API), for every supported release."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from conftest import verl_python
 from test_gate import CHANNELS, Content, channel_arguments, run_api, run_main
 
-from verl_roles import releases
+from verl_roles.base import releases
 from verl_roles.cli import main as cli
-from verl_roles.passed_on import PASSED_ON, passed_on
-from verl_roles.schema import verl_names
+from verl_roles.upstream.passed_on import PASSED_ON, passed_on
+from verl_roles.validation.schema import verl_names
 
 RAY_INIT = "ray_kwargs.ray_init"
 

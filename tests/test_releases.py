@@ -1,4 +1,4 @@
-"""verl releases as data: the seam (verl_roles/releases.py), its generated files, and what choosing a
+"""verl releases as data: the seam (verl_roles/base/releases.py), its generated files, and what choosing a
 release with ``verl_version=`` does to a config, through every channel a key can come from.
 
 The surface of each release (every leaf present with that release's value) is tests/test_verl_surface.py;
@@ -19,8 +19,9 @@ from conftest import REPO, assert_user_error, flat, run_in_process, write
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles import ConfigError, releases
-from verl_roles.layout import PRIMARY_CONFIG
+from verl_roles import ConfigError
+from verl_roles.base import releases
+from verl_roles.base.layout import PRIMARY_CONFIG
 
 OLDEST = releases.supported()[0]
 DEFAULT = releases.DEFAULT_RELEASE
@@ -228,14 +229,14 @@ def test_no_release_is_spelled_in_code_outside_the_seam():
             if isinstance(node, ast.Constant) and isinstance(node.value, str)
             and id(node) not in docs and spelled.search(node.value)
         ]
-    assert not found, "a release number spelled outside verl_roles/releases.py:\n" + "\n".join(found)
+    assert not found, "a release number spelled outside verl_roles/base/releases.py:\n" + "\n".join(found)
 
 
 def test_an_engine_the_release_does_not_ship_is_one_problem(monkeypatch: pytest.MonkeyPatch):
     """verl drops an engine in one release and ships another only in later ones: a config for such a
     release and engine is one problem naming the releases that ship it, not one per key of its blocks;
     tools and tests compose the engine under such a release (:func:`releases.engine_choice`)."""
-    from verl_roles.rules import sections
+    from verl_roles.validation.rules import sections
 
     older = [r for r in releases.supported() if r != DEFAULT]
     cfg = verl_roles.compose(["model_engine=veomni"])
@@ -258,7 +259,7 @@ def test_the_generator_reads_the_tree_without_judging_it_by_the_data_it_replaces
     data), the tree of an engine still reads, and the writing steps (sequence_parallel off at TP 1) ran."""
     import importlib.util
 
-    from verl_roles import gate
+    from verl_roles.validation import gate
 
     monkeypatch.setattr(sys, "path", list(sys.path))
     path = REPO / "scripts" / "generate_verl_releases.py"

@@ -9,8 +9,8 @@ from conftest import main_in_process, run_in_process, write
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles import layout
-from verl_roles.releases import engine_choice
+from verl_roles.base import layout
+from verl_roles.base.releases import engine_choice
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack

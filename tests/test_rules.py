@@ -12,7 +12,7 @@ from conftest import arrived, assert_user_error, run_in_process
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles.schema import verl_names
+from verl_roles.validation.schema import verl_names
 
 MEGATRON = "model_engine=megatron"
 ACTOR = "actor_rollout_ref.actor"

@@ -1,6 +1,6 @@
 """Run folders: never shared, never mixed, never half-written, whatever stops a run.
 
-A run is built in a staging folder beside its folder and swapped in whole (verl_roles/write_protocol.py).
+A run is built in a staging folder beside its folder and swapped in whole (verl_roles/runs/write_protocol.py).
 Two runs started together get folders of their own; a folder holding another run is refused unless
 ``--overwrite`` asks to replace it, and then it is replaced as a whole; a folder holding anything else
 is never touched; two runs on one folder at once: the second is refused. Ctrl-C, SIGTERM or SIGHUP at
@@ -20,7 +20,7 @@ import pytest
 from conftest import cli_env, write
 
 from verl_roles.main import main
-from verl_roles.write_protocol import PAUSE_ENV
+from verl_roles.runs.write_protocol import PAUSE_ENV
 
 ROLE_FILES = [f"roles/{role}.yaml" for role in ("actor", "critic", "ref", "rollout")]
 RUN_FILES = {*ROLE_FILES, "resolved.yaml"}
@@ -141,7 +141,7 @@ POINTS = ["temp:actor.yaml", "temp:resolved.yaml", "renamed:actor.yaml", "rename
 # Every point is stopped by a signal, and every signal stops a run before the point of no return and at
 # it (swap:aside takes all three). Not every point with every signal: each signal only raises an
 # exception in the main thread (Ctrl-C KeyboardInterrupt; SIGTERM and SIGHUP Interrupted, from one
-# handler, verl_roles/write_protocol/folders.py), and the clean-up of each point runs in `finally` and
+# handler, verl_roles/runs/write_protocol/folders.py), and the clean-up of each point runs in `finally` and
 # `except BaseException` blocks that do not look at which exception it is; only the exit code differs,
 # and that is checked for each signal. The point decides what is cleaned up; the signal, the exit code.
 STOPS = [

@@ -1,8 +1,8 @@
 """The typed schema follows each verl release's declarations and the YAML; wrong types are caught at compose
 time.
 
-The schema is the chosen release's declared types (verl_roles/verl_releases/<release>.json, generated
-from the frozen reference in tests/data/verl-<release>/) plus our table (verl_roles/own_types.py) for
+The schema is the chosen release's declared types (verl_roles/upstream/verl_releases/<release>.json, generated
+from the frozen reference in tests/data/verl-<release>/) plus our table (verl_roles/upstream/own_types.py) for
 keys verl does not type.
 """
 
@@ -16,10 +16,11 @@ from omegaconf import DictConfig, OmegaConf
 from verl_reference import RELEASES, declared_type, engines, leaves
 
 import verl_roles
-from verl_roles import releases, schema
-from verl_roles.api import compose_raw
-from verl_roles.layout import ENGINES
-from verl_roles.own_types import OUR_KEYS, OWN_TYPES, READ_WHEN_ADDED
+from verl_roles.api.composition import compose_raw
+from verl_roles.base import releases
+from verl_roles.base.layout import ENGINES
+from verl_roles.upstream.own_types import OUR_KEYS, OWN_TYPES, READ_WHEN_ADDED
+from verl_roles.validation import schema
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack
@@ -69,7 +70,7 @@ def test_every_yaml_key_has_a_type(engine_yaml):
     leaves_ = [p for p, v in paths.items() if not (isinstance(v, dict) and v)]
     untyped = [p for p in leaves_ if not covered(p, declared)]
     assert untyped == [], (
-        "keys in the YAML with no type: verl declares none, so add each to verl_roles/own_types.py"
+        "keys in the YAML with no type: verl declares none, so add each to verl_roles/upstream/own_types.py"
     )
 
 
@@ -164,7 +165,7 @@ def test_our_table_has_no_stale_entry():
     for engine in ENGINES:
         present |= set(yaml_paths(compose_raw("ppo_trainer", [f"model_engine={engine}"])))
     stale = set(OWN_TYPES) - present - set(READ_WHEN_ADDED)
-    assert sorted(stale) == [], "entries of verl_roles/own_types.py the YAML no longer has"
+    assert sorted(stale) == [], "entries of verl_roles/upstream/own_types.py the YAML no longer has"
     assert not set(READ_WHEN_ADDED) & present, "a key read when added that the YAML now has: move it"
 
 

@@ -16,12 +16,13 @@ import pytest
 from conftest import REPO, assert_user_error, cli_env, main_in_process, run, run_in_process
 
 import verl_roles
-from verl_roles.cli import COMMAND_MODULES, command_table
+from verl_roles.base.layout import ENGINE_ALIASES, ENGINES, ROLE_SECTIONS
+from verl_roles.base.releases import DEFAULT_RELEASE, supported
 from verl_roles.cli import main as cli
-from verl_roles.commands import completion, shell, snapshots
-from verl_roles.commands.shell import Words
-from verl_roles.layout import ENGINE_ALIASES, ENGINES, ROLE_SECTIONS
-from verl_roles.releases import DEFAULT_RELEASE, supported
+from verl_roles.commands import completion, snapshots
+from verl_roles.shell import command as shell_command
+from verl_roles.shell.command import Command, Words
+from verl_roles.shell.table import COMMAND_MODULES, command_table
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack
@@ -51,7 +52,7 @@ def test_every_module_that_declares_a_command_of_verl_roles_is_listed():
     declaring = set()
     for info in pkgutil.iter_modules(package.__path__):
         declared = getattr(importlib.import_module(f"{package.__name__}.{info.name}"), "COMMAND", None)
-        if isinstance(declared, shell.Command) and not declared.program:
+        if isinstance(declared, Command) and not declared.program:
             declaring.add(info.name)
     assert declaring == set(COMMAND_MODULES)
 
@@ -151,7 +152,7 @@ def test_every_command_runs_inside_the_error_boundary(name: str, monkeypatch: py
         raise RuntimeError("a bug")
 
     entry = (lambda args: snapshots.main(args)) if name == "snapshots" else (lambda args: cli([name, *args]))
-    monkeypatch.setattr(shell, "parse", broken)
+    monkeypatch.setattr(shell_command, "parse", broken)
     assert entry([]) == 70
     err = capsys.readouterr().err
     assert err.startswith("verl_roles error: internal error: verl_roles failed with RuntimeError: a bug")
@@ -195,7 +196,7 @@ def test_every_command_names_a_deleted_current_folder_and_a_disguised_ctrl_c(
     err = capsys.readouterr().err
     assert err.startswith("verl_roles error: the current folder: no longer exists") and "internal" not in err
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(shell, "parse", _interrupt_in_disguise)
+    monkeypatch.setattr(shell_command, "parse", _interrupt_in_disguise)
     monkeypatch.setattr(main_job, "read_command_line", _interrupt_in_disguise)
     assert _entry(name)([]) == 130
     assert capsys.readouterr().err.startswith("verl_roles: interrupted (Ctrl-C)")

@@ -13,11 +13,11 @@ from conftest import REPO, assert_user_error, flat, run_in_process
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles import passed_on
 from verl_roles.cli import main as cli_main
 from verl_roles.slime import doc as slime_doc
 from verl_roles.slime import export as slime_export
 from verl_roles.slime import names
+from verl_roles.upstream import passed_on
 
 MEGATRON = "model_engine=megatron"
 

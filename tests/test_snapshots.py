@@ -15,11 +15,11 @@ import pytest
 import yaml
 from conftest import REPO, cli_env
 
-from verl_roles import releases
-from verl_roles.cmdline import CommandLine
+from verl_roles.base import releases
+from verl_roles.base.layout import DEFAULT_ENGINE, ENGINES
 from verl_roles.commands import snapshots
 from verl_roles.commands.snapshots import VARIANTS, Variant
-from verl_roles.layout import DEFAULT_ENGINE, ENGINES
+from verl_roles.inputs.cmdline import CommandLine
 from verl_roles.main import main as main_job
 
 # One pytest-xdist worker runs this module (`--dist loadgroup`, pyproject): every snapshot is rendered

@@ -10,9 +10,9 @@ from conftest import main_in_process
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles import layout
-from verl_roles.releases import engine_choice
-from verl_roles.summary import summarize
+from verl_roles.base import layout
+from verl_roles.base.releases import engine_choice
+from verl_roles.views.summary import summarize
 
 
 def role_line(text: str, role: str) -> str:

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from verl_roles.commands.sweep import SUMMARY_COLUMNS, SUMMARY_FILE, read_summary
 from verl_roles.main import main
-from verl_roles.run_files import ROLE_SECTIONS
+from verl_roles.runs.run_files import ROLE_SECTIONS
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack
@@ -168,8 +168,8 @@ def _limited_sweep(tmp_path: Path, limit: int):
 
 
 def test_a_sweep_whose_summary_cannot_be_written_fails_and_leaves_nothing(tmp_path, monkeypatch, capsys):
+    from verl_roles.base.errors import ConfigError, Problem
     from verl_roles.commands import sweep as sweep_module
-    from verl_roles.errors import ConfigError, Problem
 
     def refuse(path, text):  # noqa: ANN001, ARG001
         raise ConfigError([Problem(key=str(path), message="cannot be written: No space left on device")])

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from conftest import run_in_process
 
-from verl_roles.cmdline import CommandLine
 from verl_roles.commands.check_sweep import check_sweep
 from verl_roles.commands.sweep import SUMMARY_FILE, read_summary
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.sweep_grid import MAX_SWEEP_JOBS
 from verl_roles.main import main
-from verl_roles.sweep_grid import MAX_SWEEP_JOBS
-from verl_roles.sweep_isolation import EXPERIMENT_NAME
+from verl_roles.runs.sweep_isolation import EXPERIMENT_NAME
 
 LR = "critic.optim.lr=1e-5,2e-5"
 

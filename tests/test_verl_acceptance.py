@@ -57,10 +57,10 @@ from verl_population import (
     without_verl_config_path,
 )
 
-from verl_roles import releases
-from verl_roles.cmdline import CommandLine
+from verl_roles.base import releases
+from verl_roles.base.layout import ROLE_SECTIONS
 from verl_roles.commands.snapshots import VARIANTS
-from verl_roles.layout import ROLE_SECTIONS
+from verl_roles.inputs.cmdline import CommandLine
 
 # One worker runs the driver once for the whole module.
 pytestmark = [pytest.mark.verl, pytest.mark.xdist_group("verl")]
@@ -289,7 +289,7 @@ def named_release(overrides: tuple[str, ...]) -> str | None:
 
 
 def _config_name_args(composition: Any) -> list[str]:
-    from verl_roles.layout import PRIMARY_CONFIG
+    from verl_roles.base.layout import PRIMARY_CONFIG
 
     head = [] if composition.config_name == PRIMARY_CONFIG else ["--config-name", composition.config_name]
     return [*head, *composition.overrides]

@@ -18,11 +18,14 @@ import pytest
 from conftest import REPO, cli_env
 from verl_reference import RELEASES, VERL_VERSION, declared_type, engines, leaves, load, reference_dir
 
+from verl_roles.base import layout
+
 SCRIPT = REPO / "scripts" / "freeze_verl_reference.py"
 EXAMPLES = REPO / "tests" / "data" / "verl_examples"
 # Every corpus source (a folder with its MANIFEST); the frozen meta.json of a release names the same.
 SOURCES = sorted(path.parent.name for path in EXAMPLES.glob("*/MANIFEST"))
-VERL_ENGINES = ["dp", "megatron", "torchtitan", "veomni"]
+# verl's engines that verl_roles has (each is one row of the layout table).
+VERL_ENGINES = list(layout.ENGINES)
 SHA256 = re.compile(r"[0-9a-f]{64}")
 SCALAR_TYPES = {"int", "float", "str", "bool", "bytes", "any", "none"}
 

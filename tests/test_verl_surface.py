@@ -5,7 +5,7 @@ Reads the frozen references (tests/data/verl-<release>/, see tests/verl_referenc
 - Coverage: for every supported release (``verl_version=<release>``), every leaf of verl's composed
   ``ppo_trainer``, for each of its ``model_engine`` options, is in our resolved config
   (``verl_roles.compose``, what resolved.yaml holds) with that release's resolved value, or differs on
-  purpose (:data:`verl_roles.verl_differences.DIFFERENCES`, with the reason). An entry that matches a
+  purpose (:data:`verl_roles.upstream.verl_differences.DIFFERENCES`, with the reason). An entry that matches a
   difference under no release fails (stale).
 - Conversions: every section verl converts to a dataclass (``omega_conf_to_dataclass``, with the
   preparation verl applies to the ref first) holds only fields of that dataclass, at every level where
@@ -22,10 +22,10 @@ import verl_reference as vr
 from omegaconf import OmegaConf
 
 import verl_roles
-from verl_roles import releases
-from verl_roles.layout import ENGINES as OUR_ENGINES
-from verl_roles.paths import same_value
-from verl_roles.verl_differences import DIFFERENCES, ENGINES_NOT_OFFERED, for_engine
+from verl_roles.base import releases
+from verl_roles.base.layout import ENGINES as OUR_ENGINES
+from verl_roles.inputs.paths import same_value
+from verl_roles.upstream.verl_differences import DIFFERENCES, ENGINES_NOT_OFFERED, for_engine
 
 # Every (release, engine) pair: each engine verl ships under each supported release.
 CASES = [(release, engine) for release in vr.RELEASES for engine in vr.engines(release)

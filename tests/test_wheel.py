@@ -163,7 +163,7 @@ def test_an_editable_install_of_this_checkout_runs_inside_it_without_a_notice():
     # it: that is the checkout's own build metadata, not another installed copy.
     from importlib import metadata
 
-    from verl_roles.installation import _installed_source
+    from verl_roles.base.installation import _installed_source
 
     folder, editable = _installed_source(metadata.Distribution.at(_site_dist_info()))
     if not (editable and folder == REPO.resolve()):
@@ -187,15 +187,20 @@ def _site_dist_info() -> Path:
 
 
 def test_every_package_of_the_source_tree_is_in_the_wheel():
-    # pyproject.toml lists the packages by name (see its [tool.setuptools] comment); a package added to
-    # the tree but not to the list would be missing from every installed copy.
+    # pyproject.toml finds the packages (setuptools' find, its [tool.setuptools.packages.find]): every folder
+    # of the package that holds Python code is one (an __init__.py makes it so; a folder without one would
+    # be left out of every installed copy, as verl_roles/commands/ once was).
     import tomllib
 
+    from setuptools import find_packages
+
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    listed = set(project["tool"]["setuptools"]["packages"])
-    found = {
-        ".".join(init.parent.relative_to(REPO).parts)
-        for init in (REPO / "verl_roles").rglob("__init__.py")
-        if "conf" not in init.relative_to(REPO).parts
+    found_by = project["tool"]["setuptools"]["packages"]["find"]
+    packaged = set(find_packages(str(REPO / found_by["where"][0]), include=found_by["include"]))
+    with_code = {
+        ".".join(source.parent.relative_to(REPO).parts)
+        for source in (REPO / "verl_roles").rglob("*.py")
+        if "conf" not in source.relative_to(REPO).parts
     }
-    assert found - listed == set(), f"packages missing from pyproject.toml: {sorted(found - listed)}"
+    missing = sorted(with_code - packaged)
+    assert not missing, f"folders of code no installed copy has: {missing}"

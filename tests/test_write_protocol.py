@@ -20,9 +20,9 @@ import pytest
 from bad_inputs import WITHOUT_ROOTS_READ_POWER, unreadable_works
 from conftest import cli_env
 
-from verl_roles.errors import ConfigError
+from verl_roles.base.errors import ConfigError
 from verl_roles.main import main
-from verl_roles.write_protocol import (
+from verl_roles.runs.write_protocol import (
     RUN,
     SWEEP,
     claim_folder,
@@ -31,7 +31,7 @@ from verl_roles.write_protocol import (
     write_all_or_nothing,
     write_user_file,
 )
-from verl_roles.write_protocol import files as write_files
+from verl_roles.runs.write_protocol import files as write_files
 
 QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
 
@@ -261,8 +261,8 @@ def test_a_fifo_nobody_reads_is_refused_at_once_and_one_being_read_is_written_in
 REFUSED_WRITE = """
 import sys
 from pathlib import Path
-from verl_roles.errors import ConfigError
-from verl_roles.write_protocol import write_user_file
+from verl_roles.base.errors import ConfigError
+from verl_roles.runs.write_protocol import write_user_file
 try:
     write_user_file(Path(sys.argv[1]), "new\\n")
 except ConfigError as error:

@@ -13,7 +13,7 @@ cases: a run directory written by ``python -m verl_roles.main`` and, for the con
 overrides to compose with verl's own config tree. For each case, in order, each step recorded as
 ``ok``, ``failed`` (with verl's error, normalised) or ``n/a`` (verl would not run it for this config):
 
-1. verl's own pre-Ray checks, as ``verl-roles launch`` runs them: ``verl_roles/verl_prelaunch.py``,
+1. verl's own pre-Ray checks, as ``verl-roles launch`` runs them: ``verl_roles/upstream/verl_prelaunch.py``,
    loaded by file path (its docstring lists them): ``validate_config``; ``convert <section>``, every
    ``omega_conf_to_dataclass`` call the installed release makes on the path of ``python -m
    verl.trainer.main_ppo`` (the kinds the package's release data lists, generated from the calls frozen
@@ -117,10 +117,10 @@ def build_tiny_data(parquet: Path, rows: int = 8) -> None:
     pq.write_table(pa.Table.from_pylist(table), parquet)
 
 
-# --------------------------------------------------------------------------------------------------
-# verl's own pre-Ray checks live in the package (verl_roles/verl_prelaunch.py, which `verl-roles launch`
-# runs too); this driver loads that file by path (verl_roles need not be importable here) and adds what
-# only the tests do: the control through verl's own tree, the entry point, the read-back and the audit.
+# -------------------------------------------------------------------------------------------------- verl's
+# own pre-Ray checks live in the package (verl_roles/upstream/verl_prelaunch.py, which `verl-roles launch`
+# runs too); this driver loads that file by path (verl_roles need not be importable here) and adds what only
+# the tests do: the control through verl's own tree, the entry point, the read-back and the audit.
 # --------------------------------------------------------------------------------------------------
 
 REPO = Path(__file__).resolve().parent.parent
@@ -130,7 +130,7 @@ RELEASES = REPO / "verl_roles" / "verl_releases"
 
 
 def load_prelaunch() -> Any:
-    """verl_roles/verl_prelaunch.py as a module of its own (registered, as dataclasses need)."""
+    """verl_roles/upstream/verl_prelaunch.py as a module of its own (registered, as dataclasses need)."""
     spec = importlib.util.spec_from_file_location("verl_prelaunch", PRELAUNCH)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -365,8 +365,8 @@ def is_known(case: str, step: dict[str, Any], known: list[list[str]]) -> bool:
 
 
 def check_run_dir(run_dir: Path, run: CaseRun, normalise: Normaliser) -> Any:
-    """verl's checks (verl_roles/verl_prelaunch.py), then the entry point, on a run directory; returns
-    resolved.yaml as loaded (None if it does not load)."""
+    """verl's checks (verl_roles/upstream/verl_prelaunch.py), then the entry point, on a run directory;
+    returns resolved.yaml as loaded (None if it does not load)."""
     try:
         cfg = prelaunch.load_like_hydra(run_dir / "resolved.yaml")
     except Exception as error:  # noqa: BLE001

@@ -21,7 +21,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from verl_roles import releases
+from verl_roles.base import releases
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ DELIBERATE_REFUSALS: tuple[DeliberateRefusal, ...] = (
         "*",
         "is not one verl_roles offers",
         "model_engine=mindspeed: the Ascend NPU engine of the releases that ship it; verl_roles offers the "
-        "GPU engines (verl_roles/verl_differences.py, ENGINES_NOT_OFFERED)",
+        "GPU engines (verl_roles/upstream/verl_differences.py, ENGINES_NOT_OFFERED)",
         releases.with_engine("mindspeed"),
         witness=("model_engine=mindspeed", "algorithm.adv_estimator=grpo"),
     ),

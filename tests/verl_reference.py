@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from verl_roles import releases
+from verl_roles.base import releases
 
 DATA = Path(__file__).resolve().parent / "data"
 VERL_VERSION = releases.DEFAULT_RELEASE

@@ -5,8 +5,9 @@ loads no Hydra, so Ctrl-C while a command starts reaches its entry point's handl
 
 from typing import TYPE_CHECKING
 
-from verl_roles.errors import ConfigError, Problem, VerlRolesError
-from verl_roles.notices import (
+from verl_roles.base.errors import ConfigError, Problem, VerlRolesError
+from verl_roles.base.installation import VERSION
+from verl_roles.base.notices import (
     ConfigDeprecationWarning,
     ConfigTranslationWarning,
     ConfigWarning,
@@ -23,15 +24,15 @@ __all__ = [
     "VerlRolesError",
     "compose",
 ]
-__version__ = "0.1.0"
+__version__ = VERSION
 
 if TYPE_CHECKING:
-    from verl_roles.api import compose
+    from verl_roles.api.composition import compose
 
 
 def __getattr__(name: str) -> object:
     if name == "compose":
-        from verl_roles.api import compose
+        from verl_roles.api.composition import compose
 
         return compose
     raise AttributeError(f"module 'verl_roles' has no attribute {name!r}")

@@ -5,19 +5,17 @@ line and exit 130, not a traceback."""
 
 import sys
 
-from verl_roles.errors import caused_by_interrupt, interrupted_at_start
-from verl_roles.program import tune_garbage_collection
+from verl_roles.base.program import Entry, run_program
+
+
+def _load() -> Entry:
+    from verl_roles.commands.main import main as run_main_job
+
+    return run_main_job
 
 
 def main(argv: list[str] | None = None) -> int:
-    tune_garbage_collection()
-    try:
-        from verl_roles.commands.main import main as run_main_job
-    except BaseException as error:
-        if not caused_by_interrupt(error):
-            raise
-        return interrupted_at_start()
-    return run_main_job(argv)
+    return run_program(_load, argv)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """``verl-roles check-sweep [overrides...]``: every point of a sweep composed and validated in one process,
 before anything is launched; nothing is written.
 
-The check is the main job's own plan of the sweep (:func:`verl_roles.sweep_planning.plan_sweep`): the points
-are the jobs ``python -m verl_roles.main -m`` would run with the same overrides (Hydra's basic sweeper
+The check is the main job's own plan of the sweep (:func:`verl_roles.api.sweep_planning.plan_sweep`): the
+points are the jobs ``python -m verl_roles.main -m`` would run with the same overrides (Hydra's basic sweeper
 order, so point ``#n`` is job ``n``), each composed, gated and validated exactly as the main job does
 it before it starts; the sweep's own config (Hydra's master config) is composed too; and where each job
 would write (its folder, its experiment name, its checkpoints) is checked as the main job checks it.
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import sys
 
-from verl_roles.cmdline import CommandLine
-from verl_roles.commands.shell import Command, Invocation
-from verl_roles.errors import counted
-from verl_roles.flags import CONFIG_FLAGS, MULTIRUN
+from verl_roles.api.sweep_planning import SweepPlan, plan_sweep
+from verl_roles.base.errors import counted
+from verl_roles.base.text_table import render_rows
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.flags import CONFIG_FLAGS, MULTIRUN
 from verl_roles.legacy import read_command_line
-from verl_roles.sweep_isolation import EXPERIMENT_NAME
-from verl_roles.sweep_planning import SweepPlan, plan_sweep
-from verl_roles.text_table import render_rows
+from verl_roles.runs.sweep_isolation import EXPERIMENT_NAME
+from verl_roles.shell.command import Command, Invocation
 
 
 def check_sweep(command: CommandLine) -> SweepPlan:

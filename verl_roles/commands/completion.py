@@ -24,9 +24,11 @@ import io
 import os
 from collections.abc import Sequence
 
-from verl_roles.commands.reporting import say
-from verl_roles.commands.shell import PROGRAM, Command, Invocation, Words
-from verl_roles.flags import CONFIG_FLAGS, NO_VALUE, FlagSpec
+from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.inputs.flags import CONFIG_FLAGS, NO_VALUE, FlagSpec
+from verl_roles.shell.command import PROGRAM, Command, Invocation, Words
+from verl_roles.shell.reporting import say
+from verl_roles.shell.table import GLOBAL_FLAGS, command_table
 
 SHELLS = ("bash",)
 QUERY = FlagSpec(
@@ -71,8 +73,6 @@ def candidates(line: str, point: int | None = None, wordbreaks: str = BASH_WORDB
 
 
 def _candidates(before: list[str], current: str) -> list[str]:
-    from verl_roles.cli import GLOBAL_FLAGS, command_table
-
     table = command_table()
     if not before:
         options = [name for flag in GLOBAL_FLAGS for name in flag.names if name.startswith("--")]
@@ -109,6 +109,7 @@ def _flag_named(word: str, specs: Sequence[FlagSpec]) -> FlagSpec | None:
 def _override_candidates(command: Command, words: list[str], current: str) -> list[str]:
     """The main job's completion of ``current`` after the overrides typed (of the same side, for diff),
     with the config flags typed (``--config-dir`` adds its groups and options)."""
+    # Loaded when an override is completed, not when a command's name or flag is: Hydra is what costs.
     from verl_roles.commands.main import main as main_job
 
     if "--" in words:
@@ -140,8 +141,6 @@ def _override_candidates(command: Command, words: list[str], current: str) -> li
 def _completion(invocation: Invocation) -> int:
     shells = [word.text for word in invocation.line.overrides]
     if len(shells) != 1 or shells[0] not in SHELLS:
-        from verl_roles.errors import ConfigError, Problem
-
         raise ConfigError([Problem(
             key=" ".join(shells) or "SHELL", message="names no shell completion writes a script for",
             fix=f"write `{PROGRAM} completion {SHELLS[0]}` (the shells: {', '.join(SHELLS)})",

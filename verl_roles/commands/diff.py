@@ -10,8 +10,8 @@ in JSON/YAML flow style. Exit codes follow diff(1): 0 same, 1 different, 2 a use
 Against stock verl: ``verl-roles diff --stock [OVERRIDES]`` compares the one config of OVERRIDES with
 verl's own defaults for the same engine and release (the config verl_roles composes from nothing but
 ``model_engine`` and ``verl_version``, which is verl's composed config but for the deliberate differences
-of :mod:`verl_roles.verl_differences`): exactly what this launch changes from stock verl. A key verl has
-no such key for (verl_roles' engine baseline, a ``+`` key) is marked so.
+of :mod:`verl_roles.upstream.verl_differences`): exactly what this launch changes from stock verl. A key verl
+has no such key for (verl_roles' engine baseline, a ``+`` key) is marked so.
 
 A verl upgrade: a side that is nothing but a release choice (``verl_version=0.8.0``) takes the other
 side's overrides too (a key the two releases name differently under its own release's name, as
@@ -35,18 +35,19 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_roles import releases
-from verl_roles.api import compose
-from verl_roles.cmdline import CommandLine
-from verl_roles.commands.reporting import report, say
-from verl_roles.commands.shell import Command, Invocation, Words
+from verl_roles.api.composition import compose
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem, counted, one_paragraph
+from verl_roles.base.layout import DEFAULT_ENGINE, ENGINE_KEY
 from verl_roles.commands.show import matches
-from verl_roles.errors import ConfigError, Problem, counted, one_paragraph
-from verl_roles.flags import CONFIG_FLAGS, REQUIRED, FlagSpec
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.flags import CONFIG_FLAGS, REQUIRED, FlagSpec
+from verl_roles.inputs.paths import leaves
+from verl_roles.legacy import LEGACY_KEYS, find, renamed_between
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
-from verl_roles.paths import leaves
-from verl_roles.verl_differences import deliberate
+from verl_roles.shell.command import Command, Invocation, Words
+from verl_roles.shell.reporting import report, say
+from verl_roles.upstream.verl_differences import deliberate
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
@@ -224,7 +225,7 @@ def render_stock(launch: Side, engine: str, release: str, changes: Sequence[Chan
     ours = sum(not releases.has_key(release, key) for key in values)
     if apart:
         lines.append(f"set apart from stock verl on purpose ({counted(len(apart), 'key')}; each reason in "
-                     "verl_roles/verl_differences.py):")
+                     "verl_roles/upstream/verl_differences.py):")
         lines.extend(f"  {key}: {dump_flow(values[key])}" for key in apart)
     lines.append(f"not listed: {counted(ours, 'key')} of verl_roles' own layer (the engine baseline, ...) "
                  "this launch leaves as they are")
@@ -273,8 +274,6 @@ def _limits(args: list[str]) -> tuple[list[str], list[str], bool]:
 def set_keys(*sides: Side) -> set[str]:
     """The keys the overrides of ``sides`` set or delete, each also as its side's release reads it (a legacy
     key) and as the other releases name it (a renamed key)."""
-    from verl_roles.legacy import find, renamed_between
-
     found: set[str] = set()
     for side in sides:
         release = side.command.release()
@@ -357,8 +356,6 @@ def borrowed(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
 
 def _taken(given: list[str], choosing: list[str]) -> list[str]:
     """The overrides of ``given`` (its release choice left out) for the release ``choosing`` picks."""
-    from verl_roles.legacy import renamed_between
-
     source = CommandLine.parse(given, flags=CONFIG_FLAGS)
     old, new = source.release(), CommandLine.parse(choosing, flags=CONFIG_FLAGS).release()
     rest = [t for t in given if not (t.startswith(f"{releases.VERSION_KEY}=") and "," not in t)]
@@ -377,8 +374,6 @@ def _taken(given: list[str], choosing: list[str]) -> list[str]:
 def renames(old: str, new: str) -> dict[str, str]:
     """Keys of verl ``old`` that ``new`` spells another way, in either direction (the legacy table read
     by :func:`verl_roles.legacy.renamed_between`, as ``verl-roles migrate`` reads it)."""
-    from verl_roles.legacy import LEGACY_KEYS, renamed_between
-
     found = {}
     for entry in LEGACY_KEYS:
         for key in () if entry.section else (entry.old, entry.new):

@@ -3,9 +3,9 @@ that produced it.
 
 Hydra merges the files of the defaults list in order, then applies the command-line overrides.
 We ask Hydra for that same defaults list, load each file at its package exactly as Hydra does
-(:func:`verl_roles.api.defaults_layers`), and record every file that sets KEY (or a
+(:func:`verl_roles.api.composition.defaults_layers`), and record every file that sets KEY (or a
 section holding it); then the command-line overrides. Then the composed config goes through the real
-:func:`verl_roles.pipeline.finalize`, whose steps report what they did (a legacy key moved out of a
+:func:`verl_roles.steps.pipeline.finalize`, whose steps report what they did (a legacy key moved out of a
 config file, a value of the slime file named by ``megatron_config_path``, a role resource key
 dropped) and show us the config after each step. The value shown is finalize's result. When the
 value is an interpolation, the same story is told for each key it refers to.
@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import releases
-from verl_roles.api import (
+from verl_roles.api.composition import (
     compose_with_choices,
     composed_key_paths,
     defaults_layers,
     step_inputs,
 )
-from verl_roles.cmdline import CommandLine
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem, counted, unknown_key
+from verl_roles.base.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
 from verl_roles.commands.explain_model import (
     REMOVED,
     Explanation,
@@ -37,20 +38,10 @@ from verl_roles.commands.explain_model import (
     Unresolvable,
     UserDir,
 )
-from verl_roles.commands.reporting import say
-from verl_roles.commands.shell import Command, Invocation, Words, parse
-from verl_roles.errors import ConfigError, Problem, counted, unknown_key
-from verl_roles.flags import CONFIG_FLAGS
-from verl_roles.flat_lora import FlatLoraReport
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_KEY, PRIMARY_CONFIG, ROLE_GROUPS
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.flags import CONFIG_FLAGS
 from verl_roles.legacy import LegacyReport, old_key_label, read_command_line
-from verl_roles.omegaconf_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
-from verl_roles.passed_on import passed_on
-from verl_roles.pipeline import SettingsReport, StepInputs, StepReport, finalize
-from verl_roles.roles import RolesReport
-from verl_roles.schema import verl_names
-from verl_roles.sequence_parallel import TURNED_OFF, SequenceParallelReport
-from verl_roles.wording import (
+from verl_roles.messages.wording import (
     LIBRARY_ERRORS,
     KeyKnowledge,
     other_release_problem,
@@ -58,6 +49,15 @@ from verl_roles.wording import (
     rerun_line,
     translate,
 )
+from verl_roles.omegaconf_adapter.nodes import ABSENT, interpolation_on_the_way, raw_at
+from verl_roles.shell.command import Command, Invocation, Words, parse
+from verl_roles.shell.reporting import say
+from verl_roles.steps.flat_lora import FlatLoraReport
+from verl_roles.steps.pipeline import SettingsReport, StepInputs, StepReport, finalize
+from verl_roles.steps.roles import RolesReport
+from verl_roles.steps.sequence_parallel import TURNED_OFF, SequenceParallelReport
+from verl_roles.upstream.passed_on import passed_on
+from verl_roles.validation.schema import verl_names
 
 _REFERENCE = re.compile(r"\$\{([^${}:]+)\}")
 # Steps that work on the resolved config, where every interpolation "changed": only their own events count.

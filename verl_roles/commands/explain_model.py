@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles.errors import ConfigError
+from verl_roles.base.errors import ConfigError
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 
 

@@ -22,25 +22,25 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import paths
-from verl_roles.api import compose
-from verl_roles.cmdline import CommandLine, Override
-from verl_roles.commands.shell import Command, Invocation
-from verl_roles.errors import ConfigError, Problem
-from verl_roles.flags import CONFIG_FLAGS, NO_VALUE, REQUIRED, FlagSpec
-from verl_roles.layout import (
+from verl_roles.api.composition import compose
+from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.base.layout import (
     ENGINE_KEY,
     ROLE_GROUPS,
     SLIME_ENGINE,
     SLIME_ROLES,
     engine,
 )
-from verl_roles.notices import warn
-from verl_roles.role_table import cell
-from verl_roles.rules.values import role_runs
+from verl_roles.base.notices import warn
+from verl_roles.inputs import paths
+from verl_roles.inputs.cmdline import CommandLine, Override
+from verl_roles.inputs.flags import CONFIG_FLAGS, NO_VALUE, REQUIRED, FlagSpec
+from verl_roles.runs.write_protocol import signals_raise, write_user_file
+from verl_roles.shell.command import Command, Invocation
 from verl_roles.slime.export import carried_by_a_file, role_differences, to_slime_yaml, verl_only_keys
 from verl_roles.slime.names import SLIME_PATH_KEY
-from verl_roles.write_protocol import signals_raise, write_user_file
+from verl_roles.validation.rules.values import role_runs
+from verl_roles.views.role_table import cell
 
 OUTPUT = FlagSpec(("--output", "-o"), REQUIRED, value_name="a file name", metavar="FILE",
                   help="write the file there (atomically) instead of to stdout")

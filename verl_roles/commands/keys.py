@@ -21,24 +21,25 @@ from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles import paths, releases
-from verl_roles.api import compose_with_choices, defaults_files, step_inputs
-from verl_roles.cmdline import CommandLine
-from verl_roles.commands.shell import Command, Invocation, Words
+from verl_roles.api.composition import compose_with_choices, defaults_files, step_inputs
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.base.key_docs import MountedFile, key_comments
+from verl_roles.base.layout import DEFAULT_ENGINE, ENGINE_KEY
+from verl_roles.base.releases import release_of
 from verl_roles.commands.show import is_glob, matches, no_match
-from verl_roles.config_tree import ConfigTree
-from verl_roles.errors import ConfigError, Problem
-from verl_roles.flags import CONFIG_FLAGS
-from verl_roles.key_docs import MountedFile, key_comments
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
+from verl_roles.inputs import paths
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.config_tree import ConfigTree
+from verl_roles.inputs.flags import CONFIG_FLAGS
 from verl_roles.legacy import read_command_line
+from verl_roles.messages.wording import LIBRARY_ERRORS, other_release_problem, raise_translated, rerun_line
 from verl_roles.omegaconf_adapter.nodes import resolve_in_place
-from verl_roles.passed_on import PASSED_ON
-from verl_roles.pipeline import check_composition
-from verl_roles.releases import release_of
-from verl_roles.role_table import cell
-from verl_roles.schema import declared_types, verl_names
-from verl_roles.wording import LIBRARY_ERRORS, other_release_problem, raise_translated, rerun_line
+from verl_roles.shell.command import Command, Invocation, Words
+from verl_roles.steps.pipeline import check_composition
+from verl_roles.upstream.passed_on import PASSED_ON
+from verl_roles.validation.schema import declared_types, verl_names
+from verl_roles.views.role_table import cell
 
 
 def _list(invocation: Invocation) -> None:
@@ -128,7 +129,7 @@ def key_entries(command: CommandLine) -> list[KeyEntry]:
 
 def _with_passed_on(entries: list[KeyEntry], release: str) -> list[KeyEntry]:
     """``entries`` with, after the last key of each section verl passes on to another library, one entry
-    ``SECTION.*`` saying which other keys it takes (verl_roles/passed_on.py)."""
+    ``SECTION.*`` saying which other keys it takes (verl_roles/upstream/passed_on.py)."""
     out = list(entries)
     for row in PASSED_ON:
         under = [i for i, e in enumerate(out) if e.key == row.section or e.key.startswith(f"{row.section}.")]

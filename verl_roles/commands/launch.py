@@ -39,15 +39,16 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verl_roles import placeholders, releases
-from verl_roles.cmdline import CommandLine
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem
 from verl_roles.commands.child_processes import ends_with, finish_within
 from verl_roles.commands.launch_checks import run_checks
 from verl_roles.commands.main import MAIN_FLAGS, BeforeCommit, run_main_job
-from verl_roles.commands.reporting import say
-from verl_roles.commands.shell import Command, Invocation, Words
-from verl_roles.errors import ConfigError, Problem
-from verl_roles.flags import NO_VALUE, REQUIRED, FlagSpec
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.flags import NO_VALUE, REQUIRED, FlagSpec
+from verl_roles.shell.command import Command, Invocation, Words
+from verl_roles.shell.reporting import say
+from verl_roles.validation import placeholders
 
 TRAINER_MODULE = "verl.trainer.main_ppo"
 
@@ -242,8 +243,8 @@ def refuse_written_placeholders(run_dir: Path, release: str, workdir: Path) -> N
     import yaml
     from omegaconf import OmegaConf
 
-    from verl_roles.api import compose
-    from verl_roles.rules.values import get
+    from verl_roles.api.composition import compose
+    from verl_roles.validation.rules.values import get
 
     try:
         written = yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))
@@ -316,7 +317,7 @@ def exit_code_of(returncode: int) -> int:
 def _launch(invocation: Invocation) -> int:
     options = options_of(invocation)
     if options.run_dir is not None:
-        from verl_roles.planning import check_written_run
+        from verl_roles.api.planning import check_written_run
 
         # The folder first (a sweep's own folder, a folder of no run): no verl needed to say so.
         check_written_run(options.run_dir)

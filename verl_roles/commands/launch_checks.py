@@ -1,6 +1,6 @@
 """``verl-roles launch``'s checks before Ray: verl's own checks of the run, in the trainer's Python.
 
-:mod:`verl_roles.verl_prelaunch` is run by file path in the Python that will train (it imports verl,
+:mod:`verl_roles.upstream.verl_prelaunch` is run by file path in the Python that will train (it imports verl,
 never verl_roles), on the run folder (a fresh run's staging folder, before it is swapped into place),
 in the folder the trainer will start in, with the release's conversion calls from the package data.
 It answers with verl's steps; the first failed one becomes our one paragraph: the verl step, verl's
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verl_roles import releases
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem, counted, one_paragraph
 from verl_roles.commands.child_processes import ends_with, finish_within
-from verl_roles.commands.reporting import say
-from verl_roles.errors import ConfigError, Problem, counted, one_paragraph
+from verl_roles.shell.reporting import say
 
 # How long verl's checks may take (importing verl is most of it: 10 to 20 seconds on a small machine;
 # the model's config and tokenizer are read from its path, or fetched from the hub as verl would).
@@ -63,8 +63,8 @@ class Verdict:
 
 
 def checks_file() -> Path:
-    """verl_roles/verl_prelaunch.py, where this copy of verl_roles has it."""
-    spec = importlib.util.find_spec("verl_roles.verl_prelaunch")
+    """verl_roles/upstream/verl_prelaunch.py, where this copy of verl_roles has it."""
+    spec = importlib.util.find_spec("verl_roles.upstream.verl_prelaunch")
     assert spec is not None and spec.origin is not None
     return Path(spec.origin)
 

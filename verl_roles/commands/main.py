@@ -3,11 +3,12 @@
 A Hydra app (``--cfg job``, ``--resolve``, ``--info defaults``, ``--config-dir`` and ``-m`` behave as in
 any Hydra app), run in three steps:
 
-1. **plan** (:mod:`verl_roles.planning`): compose, gate and validate the run, or every job of a sweep,
+1. **plan** (:mod:`verl_roles.api.planning`): compose, gate and validate the run, or every job of a sweep,
    and decide every folder, before anything exists. A refused run or sweep creates nothing.
-2. **claim** (:mod:`verl_roles.write_protocol`): lock the run's (the sweep's) folder and make a staging
+2. **claim** (:mod:`verl_roles.runs.write_protocol`): lock the run's (the sweep's) folder and make a staging
    folder beside it; a folder holding another run is refused unless ``--overwrite`` is given.
-3. **run**: Hydra's own run loop on what was planned (:func:`verl_roles.api.run_app`, served the plan's
+3. **run**: Hydra's own run loop on what was planned (:func:`verl_roles.api.composition.run_app`, served the
+plan's
    compositions): its logging, its launcher and sweeper, each job's folder inside the staging folder,
    where each job writes ``resolved.yaml``, ``roles/<role>.yaml`` and ``.hydra/``; then the staging
    folder is swapped into place (with ``sweep_summary.csv`` for a sweep). Ctrl-C or SIGTERM on the
@@ -28,18 +29,19 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import placeholders
-from verl_roles.api import run_app, served_job
-from verl_roles.cmdline import CommandLine
+from verl_roles.api.composition import run_app, served_job
+from verl_roles.api.planning import Rendered, RunPlan, compose_run, is_sweep, multirun_by_config, plan_run
+from verl_roles.api.sweep_planning import SweepPlan, plan_sweep
+from verl_roles.base.errors import ConfigError, Problem, counted
+from verl_roles.base.installation import print_shadowing_notice
+from verl_roles.base.layout import ROLE_SECTIONS
 from verl_roles.commands import sweep
 from verl_roles.commands.check_sweep import print_warnings, report
 from verl_roles.commands.main_help import main_help
-from verl_roles.commands.reporting import run_reporting_errors, say
-from verl_roles.commands.shell import version_text
 from verl_roles.commands.show import composition_note, shows_composition
-from verl_roles.config_tree import CONF_DIR
-from verl_roles.errors import ConfigError, Problem, counted
-from verl_roles.flags import (
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.config_tree import CONF_DIR
+from verl_roles.inputs.flags import (
     CFG,
     EXPERIMENTAL_RERUN,
     HELP,
@@ -51,14 +53,10 @@ from verl_roles.flags import (
     VERSION,
     FlagSpec,
 )
-from verl_roles.installation import print_shadowing_notice
-from verl_roles.layout import ROLE_SECTIONS
 from verl_roles.legacy import config_path_move, read_command_line
 from verl_roles.omegaconf_adapter.yaml_dialect import dump
-from verl_roles.planning import Rendered, RunPlan, compose_run, is_sweep, multirun_by_config, plan_run
-from verl_roles.run_files import RESOLVED
-from verl_roles.sweep_planning import SweepPlan, plan_sweep
-from verl_roles.write_protocol import (
+from verl_roles.runs.run_files import RESOLVED
+from verl_roles.runs.write_protocol import (
     MARKER,
     RUN,
     SWEEP,
@@ -66,6 +64,9 @@ from verl_roles.write_protocol import (
     signals_raise,
     write_all_or_nothing,
 )
+from verl_roles.shell.command import version_text
+from verl_roles.shell.reporting import run_reporting_errors, say
+from verl_roles.validation import placeholders
 
 # The main job's own flags, besides Hydra's.
 CHECK_SWEEP = FlagSpec(("--check-sweep",), NO_VALUE, help="with -m: check every point of the grid first")

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import textwrap
 
-from verl_roles.cmdline import CommandLine
-from verl_roles.commands.shell import WIDTH
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.shell.command import WIDTH
+from verl_roles.shell.table import command
 
 HEADER = """verl_roles main job: compose, validate and write the PPO trainer config (resolved.yaml and
 roles/*.yaml in Hydra's output directory).
@@ -30,8 +31,6 @@ KEY_COMMANDS = ("keys", "show", "roles", "explain", "check-sweep")
 
 def _key_commands() -> list[str]:
     """The commands of :data:`KEY_COMMANDS` as their declarations word them."""
-    from verl_roles.cli import command
-
     shown = [(f"verl-roles {name} {command(name).arguments}", command(name).summary) for name in KEY_COMMANDS]
     width = max(len(usage) for usage, _ in shown)
     lines = ["Keys (about 900; override any with key=value, add one with +key=value):"]

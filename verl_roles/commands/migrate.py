@@ -32,14 +32,12 @@ import sys
 import warnings
 from dataclasses import replace
 
-from verl_roles import releases
-from verl_roles.api import compose
-from verl_roles.cmdline import CommandLine, Override
+from verl_roles.api.composition import compose
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem
 from verl_roles.commands.check_sweep import check_sweep
-from verl_roles.commands.reporting import say
-from verl_roles.commands.shell import Command, Invocation, Words
-from verl_roles.errors import ConfigError, Problem
-from verl_roles.flags import (
+from verl_roles.inputs.cmdline import CommandLine, Override
+from verl_roles.inputs.flags import (
     CONFIG_DIR,
     CONFIG_FLAGS,
     CONFIG_NAME,
@@ -51,6 +49,8 @@ from verl_roles.flags import (
     FlagSpec,
 )
 from verl_roles.legacy import LEGACY_CONFIG_NAMES, config_path_move, renamed_between, translate_command
+from verl_roles.shell.command import Command, Invocation, Words
+from verl_roles.shell.reporting import say
 
 _SAFE = re.compile(r"^[\w@%+=:,./-]+$")
 

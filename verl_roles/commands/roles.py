@@ -1,21 +1,21 @@
 """``verl-roles roles [overrides...]``: the roles side by side, one row per key whose value differs.
 
 The config is the one the main job runs with (:func:`verl_roles.compose`); the rows are
-:func:`verl_roles.role_table.role_rows`. A trained role the config does not train is left out, and the
+:func:`verl_roles.views.role_table.role_rows`. A trained role the config does not train is left out, and the
 table says so.
 """
 
 from __future__ import annotations
 
-from verl_roles.api import compose, stock_config
-from verl_roles.cmdline import CommandLine
-from verl_roles.commands.reporting import say
-from verl_roles.commands.shell import Command, Invocation
-from verl_roles.flags import CONFIG_FLAGS, FlagSpec
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY
-from verl_roles.releases import release_of
-from verl_roles.role_table import ROLE_COLUMNS, TABLE_WIDTH, compared_roles, render_table, role_rows
-from verl_roles.rules.values import why_not
+from verl_roles.api.composition import compose, stock_config
+from verl_roles.base.layout import DEFAULT_ENGINE, ENGINE_KEY
+from verl_roles.base.releases import release_of
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.flags import CONFIG_FLAGS, FlagSpec
+from verl_roles.shell.command import Command, Invocation
+from verl_roles.shell.reporting import say
+from verl_roles.validation.rules.values import why_not
+from verl_roles.views.role_table import ROLE_COLUMNS, TABLE_WIDTH, compared_roles, render_table, role_rows
 
 
 def engine_name(cfg) -> str:

@@ -15,16 +15,16 @@ from fnmatch import fnmatchcase
 
 from omegaconf import OmegaConf
 
-from verl_roles import paths
-from verl_roles.api import compose
-from verl_roles.cmdline import CommandLine
-from verl_roles.commands.shell import Command, Invocation
-from verl_roles.errors import ConfigError, Problem, did_you_mean
-from verl_roles.flags import CFG, CONFIG_FLAGS, INFO, PACKAGE, REQUIRED, FlagSpec
-from verl_roles.layout import ROLE_SECTIONS
+from verl_roles.api.composition import compose
+from verl_roles.base.errors import ConfigError, Problem, did_you_mean
+from verl_roles.base.layout import ROLE_SECTIONS
+from verl_roles.base.suggest import MAX_KEYS, near_keys, near_names
+from verl_roles.inputs import paths
+from verl_roles.inputs.cmdline import CommandLine
+from verl_roles.inputs.flags import CFG, CONFIG_FLAGS, INFO, PACKAGE, REQUIRED, FlagSpec
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_lines
-from verl_roles.run_files import run_files
-from verl_roles.suggest import MAX_KEYS, near_keys, near_names
+from verl_roles.runs.run_files import run_files
+from verl_roles.shell.command import Command, Invocation
 
 ROLE = FlagSpec(
     ("--role",), REQUIRED, tuple(ROLE_SECTIONS), value_name="a role", metavar="ROLE",

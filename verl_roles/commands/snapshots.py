@@ -21,17 +21,17 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from verl_roles import releases
-from verl_roles.api import compose
-from verl_roles.commands.shell import Command, Invocation, Words
-from verl_roles.config_tree import CONF_DIR
-from verl_roles.errors import ConfigError, Problem, counted
-from verl_roles.flags import REQUIRED, FlagSpec
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, ENGINE_TABLE, PRIMARY_CONFIG
+from verl_roles.api.composition import compose
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem, counted
+from verl_roles.base.layout import DEFAULT_ENGINE, ENGINE_KEY, ENGINE_TABLE, PRIMARY_CONFIG
+from verl_roles.base.notices import ConfigDeprecationWarning, ConfigTranslationWarning
+from verl_roles.inputs.config_tree import CONF_DIR
+from verl_roles.inputs.flags import REQUIRED, FlagSpec
 from verl_roles.legacy import LEGACY_CONFIG_NAMES
-from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning
-from verl_roles.run_files import to_yaml
-from verl_roles.write_protocol import signals_raise, unwritable, write_atomic
+from verl_roles.runs.run_files import to_yaml
+from verl_roles.runs.write_protocol import signals_raise, unwritable, write_atomic
+from verl_roles.shell.command import Command, Invocation, Words
 
 SCRIPT = "scripts/generate_trainer_config.sh"
 GENERATED_DIR = "_generated"

@@ -1,7 +1,7 @@
 """Sweeps (``python -m verl_roles.main -m ...``): each job's record, and the sweep's ``sweep_summary.csv``.
 
 Every job of a sweep is planned and validated before Hydra starts
-(:func:`verl_roles.sweep_planning.plan_sweep`), so a job fails only while writing (a full disk, say).
+(:func:`verl_roles.api.sweep_planning.plan_sweep`), so a job fails only while writing (a full disk, say).
 Jobs may run in this process (Hydra's basic launcher), in worker processes (``hydra/launcher=joblib``)
 or on other machines (``hydra/launcher=submitit_slurm``), so each job records its outcome in its own
 folder: the marker file of the write protocol, with its status, and for a failed job its full error in
@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from verl_roles.sweep_isolation import EXPERIMENT_NAME, RUN_OUTPUTS
-from verl_roles.sweep_planning import PlannedJob, SweepPlan
-from verl_roles.write_protocol import MARKER, RUN, marker_text, write_atomic
+from verl_roles.api.sweep_planning import PlannedJob, SweepPlan
+from verl_roles.runs.sweep_isolation import EXPERIMENT_NAME, RUN_OUTPUTS
+from verl_roles.runs.write_protocol import MARKER, RUN, marker_text, write_atomic
 
 SUMMARY_FILE = "sweep_summary.csv"
 # A failed job's full error, in its own directory (the summary holds its one-line headline).

@@ -2,8 +2,8 @@
 what we need only in its text.
 
 Wherever Hydra and OmegaConf give an exception class or attribute (``full_key``, ``missing_cfg_file``,
-``options``, a chained cause) the wording path (:mod:`verl_roles.wording`,
-:mod:`verl_roles.library_messages`) uses it; a pattern here is for the rest. Each names the exception
+``options``, a chained cause) the wording path (:mod:`verl_roles.messages.wording`,
+:mod:`verl_roles.messages.library_messages`) uses it; a pattern here is for the rest. Each names the exception
 that carries the text and the test that fails when a release rewords it; the texts are the same on
 Hydra 1.3/1.4 and OmegaConf 2.3/2.4 (both stacks run the suite).
 """

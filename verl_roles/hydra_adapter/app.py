@@ -27,13 +27,13 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from verl_roles.base.errors import ConfigError, Problem, one_paragraph
+from verl_roles.base.layout import PRIMARY_CONFIG
 from verl_roles.compat import hydra as hydra_compat
-from verl_roles.config_tree import CONF_DIR
-from verl_roles.errors import ConfigError, Problem, one_paragraph
 from verl_roles.hydra_adapter.compose import version_base_1_3
 from verl_roles.hydra_adapter.loader import ConfigLoader
 from verl_roles.hydra_adapter.serving import Served
-from verl_roles.layout import PRIMARY_CONFIG
+from verl_roles.inputs.config_tree import CONF_DIR
 
 TaskFunction = Callable[[DictConfig], object]
 

@@ -30,7 +30,7 @@ from hydra.core.override_parser.types import Override
 from hydra.plugins.config_source import ConfigResult, ConfigSource
 from omegaconf import DictConfig
 
-from verl_roles import gate
+from verl_roles.base.errors import ConfigError
 from verl_roles.compat.hydra import (
     CallRepositoryBase,
     RepositoryBase,
@@ -39,8 +39,8 @@ from verl_roles.compat.hydra import (
     defaults_lists_built_by,
     hydra_create_defaults_list,
 )
-from verl_roles.errors import ConfigError
 from verl_roles.hydra_adapter.sources import _PACKAGE_FILES, FAST_SOURCES
+from verl_roles.validation import gate
 
 
 def _source_directory(source: ConfigSource) -> str | None:

@@ -23,14 +23,15 @@ from hydra.core.utils import JobRuntime, setup_globals
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from verl_roles import paths, releases
+from verl_roles.base import releases
+from verl_roles.base.layout import DEFAULT_ENGINE, ENGINE_KEY, PRIMARY_CONFIG
+from verl_roles.base.limits import read_config_file
 from verl_roles.compat.hydra import current_version_base, search_path_of
-from verl_roles.config_tree import CONF_DIR
 from verl_roles.hydra_adapter.caches import defaults_list_memo
 from verl_roles.hydra_adapter.loader import ConfigLoader
 from verl_roles.hydra_adapter.sources import freeze, thaw
-from verl_roles.layout import DEFAULT_ENGINE, ENGINE_KEY, PRIMARY_CONFIG
-from verl_roles.limits import read_config_file
+from verl_roles.inputs import paths
+from verl_roles.inputs.config_tree import CONF_DIR
 from verl_roles.omegaconf_adapter.nodes import key_paths
 from verl_roles.omegaconf_adapter.yaml_dialect import key_lines
 

@@ -5,7 +5,8 @@ which names the hooks it overrides) with
 
 - the caches of :mod:`verl_roles.hydra_adapter.caches` (each file parsed once, one defaults list per
   set of group choices, one merge per defaults list);
-- the gate on every composition (:mod:`verl_roles.gate`): the command line's group choices and Hydra
+- the gate on every composition (:mod:`verl_roles.validation.gate`): the command line's group choices and
+Hydra
   settings are checked before Hydra uses them, every config source before it is read, and the
   composed ``hydra`` node before anyone (Hydra's logging set-up, its callbacks, a launcher) acts on
   it: a code slot holds only what a shipped config puts there;
@@ -35,11 +36,9 @@ from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles import containment, gate, releases
-from verl_roles.cmdline import hydra_parse
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem
 from verl_roles.compat.hydra import LoaderBase, override_applied_when
-from verl_roles.config_tree import is_internal_group
-from verl_roles.errors import ConfigError, Problem
 from verl_roles.hydra_adapter import plain_compose
 from verl_roles.hydra_adapter.caches import (
     CachedRepository,
@@ -53,6 +52,10 @@ from verl_roles.hydra_adapter.plain_compose import PlainComposition
 from verl_roles.hydra_adapter.release_layer import Layer, for_defaults
 from verl_roles.hydra_adapter.sources import freeze, is_ours, is_shipped, thaw
 from verl_roles.hydra_adapter.user_files import overridden_values, shadowed_files
+from verl_roles.inputs import containment
+from verl_roles.inputs.cmdline import hydra_parse
+from verl_roles.inputs.config_tree import is_internal_group
+from verl_roles.validation import gate
 
 Catalog = frozenset[tuple[str, str]]
 
@@ -327,9 +330,9 @@ def _override_through_a_list(error: BaseException) -> Problem | None:
 
 
 def check_overrides(parsed: Sequence[Override], repo: Any) -> None:
-    """Refuse, before Hydra uses them, the group choices :mod:`verl_roles.containment` forbids: a choice
-    that is not an option name (``critic=0``, ``model_engine=null``, a path) and a list for a group that
-    takes one option. (What a Hydra setting names is the gate's, on the composed result.)"""
+    """Refuse, before Hydra uses them, the group choices :mod:`verl_roles.inputs.containment` forbids: a
+    choice that is not an option name (``critic=0``, ``model_engine=null``, a path) and a list for a group
+    that takes one option. (What a Hydra setting names is the gate's, on the composed result.)"""
     problems = []
     for override in parsed:
         if override.is_sweep_override():

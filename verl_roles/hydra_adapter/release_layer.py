@@ -1,7 +1,7 @@
 """A verl release's layer over one composition: the release's data applied to the files verl_roles ships.
 
 conf/ writes one tree; what choosing ``verl_version=<release>`` changes in it is generated data
-(:func:`verl_roles.releases.layer`): defaults the release gives another value, keys it has that conf/
+(:func:`verl_roles.base.releases.layer`): defaults the release gives another value, keys it has that conf/
 lacks, keys conf/ has that it lacks. :class:`Layer` applies that data while Hydra loads the files of a
 defaults list, never after the merge: a changed default is written into the shipped file that holds it
 (so every key following it follows, and an option, a user's file or the command line still replaces
@@ -22,8 +22,8 @@ from hydra.core.default_element import ResultDefault
 from hydra.plugins.config_source import ConfigResult
 from omegaconf import DictConfig, OmegaConf, flag_override
 
-from verl_roles import releases
-from verl_roles.layout import ENGINE_ALIASES, ENGINE_KEY
+from verl_roles.base import releases
+from verl_roles.base.layout import ENGINE_ALIASES, ENGINE_KEY
 from verl_roles.omegaconf_adapter.plain_merge import copy_plain, merge
 
 _DELETE = object()

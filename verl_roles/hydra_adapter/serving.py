@@ -1,7 +1,7 @@
 """A served run: what the main job composed before Hydra started, handed to Hydra's run loop.
 
 The main job composes and validates a run (every job of a sweep) before Hydra does anything, so that a
-refused run creates nothing (:mod:`verl_roles.planning`). Hydra then runs its own loop (its probe of the
+refused run creates nothing (:mod:`verl_roles.api.planning`). Hydra then runs its own loop (its probe of the
 run mode, logging, the launcher and sweeper, each job's folder) on what was composed: the loader
 serves it (:meth:`verl_roles.hydra_adapter.loader.ConfigLoader.serve`) instead of composing again.
 

@@ -9,29 +9,29 @@ Hydra's two file-backed ones:
   file of the shipped tree is parsed once per version of it, shared by every set of sources like a
   ``pkg://`` file (so a new ``--config-dir`` does not parse the shipped tree again); a file outside it
   is a user's file, whatever entry named it, read afresh for each set: its kind, size and encoding are
-  checked before it is read (:mod:`verl_roles.limits`), its shape before it is merged
-  (:mod:`verl_roles.containment`).
+  checked before it is read (:mod:`verl_roles.base.limits`), its shape before it is merged
+  (:mod:`verl_roles.inputs.containment`).
 
-What a composition may contain once merged is the gate's question (:mod:`verl_roles.gate`), asked by
-the loader on the result.
-"""
+What a composition may contain once merged is the gate's question (:mod:`verl_roles.validation.gate`), asked
+by the loader on the result. """
 
 from __future__ import annotations
 
 import copy
 import os
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from omegaconf import DictConfig
 
-from verl_roles import containment
+from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.base.limits import read_config_file
 from verl_roles.compat.hydra import FileSourceBase, PackageSourceBase, header_of
-from verl_roles.config_tree import CONF_DIR, unreadable_folder
-from verl_roles.errors import ConfigError, Problem
-from verl_roles.limits import read_config_file
+from verl_roles.inputs import containment
+from verl_roles.inputs.config_tree import CONF_DIR, unreadable_folder
 from verl_roles.omegaconf_adapter.yaml_dialect import header_line, key_lines, load_plain, to_config
 
 # The shipped files as parsed (Hydra's and plugins' pkg:// configs, and our conf/ tree however a search
@@ -80,25 +80,11 @@ class _PackageSource(_Lookups, PackageSourceBase):
     """``pkg://`` source parsing with :func:`load_plain`, each file once per version of it."""
 
     def read_resource(self, res: Any) -> ConfigResult:
-        stamp = _file_stamp(res)
-        parsed = _PACKAGE_FILES.get(stamp) if stamp is not None else None
-        if parsed is not None:
-            frozen, header, data = parsed
-            config = thaw(frozen)
-        else:
+        def parse() -> tuple[dict[str, str | None], Any]:
             text = res.read_bytes().decode("utf-8")
-            data = load_plain(text, str(res))
-            config = to_config(data, str(res))
-            header = header_of(text[:512])
-            frozen = freeze(config)
-            if stamp is not None and isinstance(frozen, bytes):
-                _PACKAGE_FILES[stamp] = (frozen, header, data)
-        return with_plain(ConfigResult(
-            config=config,
-            path=f"{self.scheme()}://{self.path}",
-            provider=self.provider,
-            header=dict(header),
-        ), data)
+            return header_of(text[:512]), load_plain(text, str(res))
+
+        return _parsed_result(self, str(res), _file_stamp(res), parse)
 
 
 class _FileSource(_Lookups, FileSourceBase):
@@ -116,30 +102,42 @@ class _FileSource(_Lookups, FileSourceBase):
             if os.path.isdir(folder) and not os.access(folder, os.R_OK | os.X_OK):
                 raise unreadable_folder(folder)
             raise ConfigLoadError(f"Config not found : {full_path}")
-        # A user's file: its kind, size and encoding are checked before it is parsed (verl_roles.limits),
-        # and its shape before it is merged (verl_roles.containment). The shipped tree is ours.
+        # A user's file: its kind, size and encoding are checked before it is parsed (verl_roles.base.limits),
+        # and its shape before it is merged (verl_roles.inputs.containment). The shipped tree is ours.
         shipped = self.shipped
-        stamp = _file_stamp(Path(full_path)) if shipped else None
-        parsed = _PACKAGE_FILES.get(stamp) if stamp is not None else None
-        if parsed is not None:
-            frozen, header, data = parsed
-            config = thaw(frozen)
-        else:
+
+        def parse() -> tuple[dict[str, str | None], Any]:
             text = read_config_file(full_path, key=full_path)
             header = _header(text, full_path)
             data = load_plain(text, full_path)
             if not shipped:
                 _check_user_file(config_path, full_path, text, header, data)
-            config = to_config(data, full_path)
-            frozen = freeze(config) if stamp is not None else None
-            if stamp is not None and isinstance(frozen, bytes):
-                _PACKAGE_FILES[stamp] = (frozen, header, data)
-        return with_plain(ConfigResult(
-            config=config,
-            path=f"{self.scheme()}://{self.path}",
-            provider=self.provider,
-            header=dict(header),
-        ), data)
+            return header, data
+
+        return _parsed_result(self, full_path, _file_stamp(Path(full_path)) if shipped else None, parse)
+
+
+def _parsed_result(source: Any, name: str, stamp: Any, parse: Callable[[], tuple[dict[str, str | None], Any]]
+                   ) -> ConfigResult:
+    """The result of reading one config file through ``source``: parsed once per process for a file of
+    the shipped tree (``stamp`` names its version; None for a user's file, read afresh each time), a
+    fresh config of its own for every caller."""
+    parsed = _PACKAGE_FILES.get(stamp) if stamp is not None else None
+    if parsed is not None:
+        frozen, header, data = parsed
+        config = thaw(frozen)
+    else:
+        header, data = parse()
+        config = to_config(data, name)
+        frozen = freeze(config) if stamp is not None else None
+        if stamp is not None and isinstance(frozen, bytes):
+            _PACKAGE_FILES[stamp] = (frozen, header, data)
+    return with_plain(ConfigResult(
+        config=config,
+        path=f"{source.scheme()}://{source.path}",
+        provider=source.provider,
+        header=dict(header),
+    ), data)
 
 
 def _header(text: str, file: str) -> dict[str, str | None]:
@@ -155,8 +153,8 @@ def _header(text: str, file: str) -> dict[str, str | None]:
 
 
 def _check_user_file(config_path: str, file: str, text: str, header: dict, data: Any) -> None:
-    """What a file of the user's may not do (:mod:`verl_roles.containment`): be an option of a group whose
-    options are verl_roles' own, hold a ``defaults`` that is no list, or be a role option that reaches
+    """What a file of the user's may not do (:mod:`verl_roles.inputs.containment`): be an option of a group
+    whose options are verl_roles' own, hold a ``defaults`` that is no list, or be a role option that reaches
     outside its role's section."""
     lines = key_lines(text)
     problem = containment.closed_group_problem(config_path, file) or containment.defaults_shape_problem(

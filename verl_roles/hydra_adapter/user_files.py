@@ -12,9 +12,9 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles import containment
-from verl_roles.errors import Problem
+from verl_roles.base.errors import Problem
 from verl_roles.hydra_adapter.sources import _FileSource, is_shipped
+from verl_roles.inputs import containment
 from verl_roles.omegaconf_adapter.nodes import ABSENT, raw_at, raw_items
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
 

@@ -10,7 +10,7 @@ it, or, for a value that is what verl does anyway, dropped with a warning:
 
 - command-line overrides are translated *before* Hydra composes (otherwise Hydra rejects the old
   key as "not in struct"): :func:`read_command_line` rewrites the overrides of the one
-  :class:`~verl_roles.cmdline.CommandLine` (never a flag's value), for ``verl_roles.compose``,
+  :class:`~verl_roles.inputs.cmdline.CommandLine` (never a flag's value), for ``verl_roles.compose``,
   ``python -m verl_roles.main`` (which hands the rewritten arguments to the Hydra app, so multirun
   sweeps such as ``...lora_rank=8,16`` translate too) and ``verl-roles explain``;
 - config files (a ``--config-dir`` primary config, a role option) are composed as they are, then

@@ -9,11 +9,12 @@ from pathlib import Path
 
 from hydra.core.override_parser.types import ChoiceSweep
 
-from verl_roles import releases
-from verl_roles.cmdline import CommandLine, Override
-from verl_roles.errors import ConfigError, Problem
-from verl_roles.flags import CONFIG_DIR, CONFIG_PATH, Flag
-from verl_roles.layout import PRIMARY_CONFIG
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.base.layout import PRIMARY_CONFIG
+from verl_roles.base.notices import ConfigDeprecationWarning, warn
+from verl_roles.inputs.cmdline import CommandLine, Override
+from verl_roles.inputs.flags import CONFIG_DIR, CONFIG_PATH, Flag
 from verl_roles.legacy.tables import (
     LEGACY_CONFIG_NAMES,
     MIGRATE_HINT,
@@ -24,7 +25,6 @@ from verl_roles.legacy.tables import (
     removed_problem,
     removed_warning,
 )
-from verl_roles.notices import ConfigDeprecationWarning, warn
 from verl_roles.omegaconf_adapter.override_text import element_text
 
 

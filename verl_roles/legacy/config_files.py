@@ -9,13 +9,15 @@ from typing import ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles import paths, releases
-from verl_roles.cmdline import CommandLine
-from verl_roles.errors import ConfigError, Problem
-from verl_roles.layout import (
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.base.layout import (
     DEFAULT_ENGINE,
     ENGINE_KEY,
 )
+from verl_roles.base.notices import ConfigDeprecationWarning, warn
+from verl_roles.inputs import paths
+from verl_roles.inputs.cmdline import CommandLine
 from verl_roles.legacy.tables import (
     LEGACY_KEYS,
     REMOVED_KEYS,
@@ -24,7 +26,6 @@ from verl_roles.legacy.tables import (
     removed_problem,
     removed_warning,
 )
-from verl_roles.notices import ConfigDeprecationWarning, warn
 from verl_roles.omegaconf_adapter.nodes import ABSENT, raw_at
 from verl_roles.omegaconf_adapter.override_text import element_text
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from verl_roles import releases
-from verl_roles.errors import Problem
-from verl_roles.layout import (
+from verl_roles.base import releases
+from verl_roles.base.errors import Problem
+from verl_roles.base.layout import (
     CRITIC,
     DP,
     LORA_BLOCK,
     MODEL_SECTIONS,
 )
-from verl_roles.notices import ConfigDeprecationWarning, ConfigTranslationWarning
+from verl_roles.base.notices import ConfigDeprecationWarning, ConfigTranslationWarning
 from verl_roles.omegaconf_adapter.override_text import element_text
 
 Convert = Callable[[object], object]

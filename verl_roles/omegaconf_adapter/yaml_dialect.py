@@ -16,9 +16,9 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.base.limits import MAX_NESTING, nesting_depth, too_deep, too_many_values
 from verl_roles.compat import omegaconf as oc
-from verl_roles.errors import ConfigError, Problem
-from verl_roles.limits import MAX_NESTING, nesting_depth, too_deep, too_many_values
 from verl_roles.omegaconf_adapter.build import NotPlainData, build
 
 _OMEGACONF_LOADER = oc.yaml_loader()

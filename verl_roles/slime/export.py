@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles import paths
-from verl_roles.layout import ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
+from verl_roles.base.layout import ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
+from verl_roles.inputs import paths
 from verl_roles.slime import schedule
 from verl_roles.slime.checkpoint import is_iteration_folder
 from verl_roles.slime.names import (

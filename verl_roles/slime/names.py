@@ -19,9 +19,9 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles import paths
-from verl_roles.config_tree import CONF_DIR
-from verl_roles.layout import OPTIM_BLOCK, ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
+from verl_roles.base.layout import OPTIM_BLOCK, ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
+from verl_roles.inputs import paths
+from verl_roles.inputs.config_tree import CONF_DIR
 from verl_roles.omegaconf_adapter.yaml_dialect import load_plain
 
 # Top-level key naming a slime per-role YAML file (slime's `--megatron-config-path`).

@@ -25,10 +25,12 @@ from typing import Any
 
 import yaml
 
-from verl_roles import paths, releases
-from verl_roles.errors import ConfigError, Problem, did_you_mean, unknown_key, yaml_problem
-from verl_roles.layout import ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
-from verl_roles.limits import read_config_file
+from verl_roles.base import releases
+from verl_roles.base.errors import ConfigError, Problem, did_you_mean, unknown_key, yaml_problem
+from verl_roles.base.layout import ROLE_SECTIONS, SLIME_ENGINE, SLIME_ROLES
+from verl_roles.base.limits import read_config_file
+from verl_roles.base.suggest import near_keys, near_names
+from verl_roles.inputs import paths
 from verl_roles.omegaconf_adapter.yaml_dialect import load_plain
 from verl_roles.slime.checkpoint import LoadError, resolve_load
 from verl_roles.slime.coerce import CoercionError, coerce, type_name
@@ -46,7 +48,6 @@ from verl_roles.slime.names import (
     role_paths,
     target_type,
 )
-from verl_roles.suggest import near_keys, near_names
 
 # slime's `load` loads the checkpoint; verl reads the path only when this switch is on, so `load`
 # turns it on for the role (a per-role command-line value of the switch still wins, with a warning).

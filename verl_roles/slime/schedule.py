@@ -29,7 +29,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_roles.layout import ROLE_SECTIONS
+from verl_roles.base.layout import ROLE_SECTIONS
 
 # The keys the ratio is made of: the prompts of one trainer step, and per role the mini-batch and epochs.
 TRAIN_BATCH = "data.train_batch_size"
