@@ -36,7 +36,7 @@ for arg in "$@"; do
     *) wanted+=("$arg") ;;
   esac
 done
-supported="$("$python" -c 'from verl_roles import releases; print(" ".join(releases.supported()))')"
+supported="$("$python" -c 'from verl_roles.base import releases; print(" ".join(releases.supported()))')"
 if [ "${#wanted[@]}" -eq 0 ]; then
   echo "verl_acceptance.sh: name a release ($supported) or all. Fix: scripts/verl_acceptance.sh ${supported##* }" >&2
   exit 2
@@ -88,7 +88,7 @@ import verl.trainer.main_ppo, tokenizers  # noqa: F401  (what the acceptance dri
 # Builds (or reuses) the venv of one release; prints its path on the last line.
 build_venv() {
   local release="$1" extra key stamp venv started
-  extra="$("$python" -c 'import sys; from verl_roles import releases; print(releases.extra(sys.argv[1]))' "$release")"
+  extra="$("$python" -c 'import sys; from verl_roles.base import releases; print(releases.extra(sys.argv[1]))' "$release")"
   mapfile -t requirements < <("$python" -c '
 import sys, tomllib
 print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"][sys.argv[1]]))
