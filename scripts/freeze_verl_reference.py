@@ -1518,7 +1518,7 @@ def inert_table() -> Any:
     verl_roles)."""
     import importlib.util
 
-    path = REPO / "verl_roles" / "inert_table.py"
+    path = REPO / "verl_roles" / "upstream" / "inert_table.py"
     spec = importlib.util.spec_from_file_location("verl_roles_inert_table", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is built

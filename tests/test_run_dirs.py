@@ -1,6 +1,6 @@
 """Run folders: never shared, never mixed, never half-written, whatever stops a run.
 
-A run is built in a staging folder beside its folder and swapped in whole (verl_roles/runs/write_protocol.py).
+A run is built in a staging folder beside its folder and swapped in whole (verl_roles/runs/write_protocol/).
 Two runs started together get folders of their own; a folder holding another run is refused unless
 ``--overwrite`` asks to replace it, and then it is replaced as a whole; a folder holding anything else
 is never touched; two runs on one folder at once: the second is refused. Ctrl-C, SIGTERM or SIGHUP at

@@ -125,8 +125,8 @@ def build_tiny_data(parquet: Path, rows: int = 8) -> None:
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
-PRELAUNCH = REPO / "verl_roles" / "verl_prelaunch.py"
-RELEASES = REPO / "verl_roles" / "verl_releases"
+PRELAUNCH = REPO / "verl_roles" / "upstream" / "verl_prelaunch.py"
+RELEASES = REPO / "verl_roles" / "upstream" / "verl_releases"
 
 
 def load_prelaunch() -> Any:

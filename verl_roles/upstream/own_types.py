@@ -233,7 +233,7 @@ UNTYPED_BY_VERL: dict[str, str] = {
         for key, text in _TRANSFORMER_OVERRIDES.items()
     },
     # verl's legacy top-level reward sections (all null): a value set there is moved to its
-    # key under `reward` (verl_roles/legacy.py) and checked there, so the section is not checked here.
+    # key under `reward` (verl_roles/legacy/) and checked there, so the section is not checked here.
     "custom_reward_function": "Any",
     "reward_model": "Any",
     "sandbox_fusion": "Any",
