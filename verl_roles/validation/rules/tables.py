@@ -17,7 +17,17 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_roles.base import releases
 from verl_roles.base.errors import Problem, did_you_mean
-from verl_roles.base.layout import ACTOR, DP, ENGINE_TABLE, REF, ROLES, ROLLOUT, TRAINED_SECTIONS
+from verl_roles.base.layout import (
+    ACTOR,
+    DP,
+    ENGINE_TABLE,
+    MEGATRON,
+    OPTIM_BLOCK,
+    REF,
+    ROLES,
+    ROLLOUT,
+    TRAINED_SECTIONS,
+)
 from verl_roles.base.releases import release_of
 from verl_roles.base.suggest import LOOSE, near_names
 from verl_roles.validation.rules.values import (
@@ -211,6 +221,10 @@ class Bound:
 NON_NEGATIVE = Bound(low=0.0)
 AT_LEAST_ONE = Bound(low=1.0)
 FRACTION = Bound(low=0.0, low_allowed=False, high=1.0)
+# An Adam coefficient: torch's Adam and AdamW refuse one outside [0, 1) ("Invalid beta parameter at index
+# 0"; torch/optim/adam.py, checked in the optimizer's constructor, once the workers build it).
+BETA = Bound(low=0.0, high=1.0, high_allowed=False)
+ADAM_COEFFICIENT = "an Adam coefficient in [0, 1)"
 
 
 @dataclass(frozen=True)
@@ -262,6 +276,27 @@ def _engine_parallel_ranges() -> Iterable[Range]:
                 yield Range(key, AT_LEAST_ONE, PARALLEL, family=f"{chosen.name}.{size}", engine=chosen.name)
 
 
+def _optimizer_ranges() -> Iterable[Range]:
+    """What the optimizers refuse when the workers build them, long after Ray started: torch's Adam and
+    AdamW a negative weight decay or epsilon and a coefficient outside [0, 1) (torch/optim/adam.py, the
+    constructor's checks). verl hands ``optim.betas`` to the optimizer of every engine but Megatron, where
+    the coefficients are ``override_optimizer_config.adam_beta1`` / ``adam_beta2`` (slime's names map
+    there) and ``optim.betas`` is read by nobody (the inert table names it)."""
+    for role in (*TRAINED_SECTIONS, REF):
+        optim = f"{role}.{OPTIM_BLOCK}"
+        yield Range(f"{optim}.weight_decay", NON_NEGATIVE, "a weight decay >= 0")
+        yield Range(f"{optim}.eps", NON_NEGATIVE, "an epsilon >= 0")
+        for chosen in ENGINE_TABLE:
+            if chosen is MEGATRON:
+                overrides = f"{optim}.override_optimizer_config"
+                betas = [f"{overrides}.adam_beta1", f"{overrides}.adam_beta2"]
+                yield Range(f"{overrides}.adam_eps", NON_NEGATIVE, "an epsilon >= 0", engine=chosen.name)
+            else:
+                betas = [f"{optim}.betas.0", f"{optim}.betas.1"]
+            for key in betas:
+                yield Range(key, BETA, ADAM_COEFFICIENT, engine=chosen.name)
+
+
 def _batch_ranges() -> Iterable[Range]:
     yield Range("data.train_batch_size", AT_LEAST_ONE, "at least 1 prompt")
     yield Range("data.val_batch_size", AT_LEAST_ONE, BATCH)
@@ -305,6 +340,7 @@ RANGES: tuple[Range, ...] = (
     Range("trainer.n_gpus_per_node", AT_LEAST_ONE, "at least 1 GPU per node"),
     *(Range(f"{ROLLOUT}.{name}", AT_LEAST_ONE, PARALLEL) for name in ROLLOUT_PARALLEL_SIZES),
     *_engine_parallel_ranges(),
+    *_optimizer_ranges(),
     *_batch_ranges(),
 )
 
@@ -319,7 +355,10 @@ def values_are_in_range(cfg: DictConfig) -> Iterable[Problem]:
     """Every key of :data:`RANGES` inside its bound; a value already refused in the same family is not
     reported again (the problem is where the value was set, the keys following it say nothing new)."""
     refused: dict[str, list[float]] = {}
+    engine_name = engine_of(cfg).name
     for row in RANGES:
+        if row.engine not in ("", engine_name):
+            continue
         value = number(cfg, row.key)
         if value is None or row.bound.admits(value):
             continue
