@@ -79,3 +79,21 @@ def test_a_run_whose_reader_went_away_still_writes_its_folder(tmp_path: Path):
         os.close(write_end)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert (tmp_path / "run" / "resolved.yaml").is_file()
+
+
+# Standard error that cannot be written (`2> /dev/full`): the messages are lost, never the verdict. Each
+# line and the exit code it keeps: a mistake (2, nothing written), a run that warns (0, its folder
+# written), a command's mistake (2).
+FULL_STDERR = [
+    (f"{MAIN} trainer.nnodez=1 hydra.run.dir=run", 2, False),
+    (f"{MAIN} model_engine=megatron actor_rollout_ref.actor.optim.betas=[0.9,0.95] hydra.run.dir=run", 0,
+     True),
+    (f"{CLI} show trainer.nnodez=1", 2, False),
+]
+
+
+@pytest.mark.parametrize(("line", "code", "writes"), FULL_STDERR, ids=["mistake", "warning", "command"])
+def test_a_full_standard_error_keeps_the_exit_code(line: str, code: int, writes: bool, tmp_path: Path):
+    result = _shell(f"{line} 2> /dev/full > /dev/null", tmp_path)
+    assert result.returncode == code
+    assert (tmp_path / "run" / "resolved.yaml").is_file() == writes

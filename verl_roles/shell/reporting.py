@@ -108,7 +108,9 @@ class _GuardedStream:
     plugin's), the text is :func:`shown` (line breaks and tabs kept): a terminal escape sequence or a
     control character of the user's text never reaches the terminal raw. On stdout, a write or flush the
     stream refuses raises :class:`OutputFailed` (or :class:`ReaderGone`) instead of the bare ``OSError``,
-    which no layer would know to be about the output rather than a bug."""
+    which no layer would know to be about the output rather than a bug. On stderr (``2>/dev/full``, a
+    reader of it gone), what cannot be written is dropped and stderr is pointed at /dev/null: the messages
+    are lost, the command's outcome and exit code are not (they are what a script reads)."""
 
     def __init__(self, stream: object, *, output: bool) -> None:
         self._stream = stream
@@ -119,7 +121,8 @@ class _GuardedStream:
             self._stream.write(shown(text, keep="\n\t"))
         except OSError as error:
             if not self._output:
-                raise
+                _silence(self._stream)
+                return len(text)
             raise _output_failure(error) from error
         return len(text)
 
@@ -128,7 +131,8 @@ class _GuardedStream:
             self._stream.flush()
         except OSError as error:
             if not self._output:
-                raise
+                _silence(self._stream)
+                return
             raise _output_failure(error) from error
 
     def __getattr__(self, name: str) -> object:
@@ -149,9 +153,18 @@ def say(text: str, file: object = None) -> None:
 
 def _silence_stdout() -> None:
     """Point the process's stdout at /dev/null: a closed pipe is not reported again at exit."""
+    _silence(sys.stdout)
+
+
+def _silence(stream: object) -> None:
+    """Point ``stream``'s descriptor at /dev/null and drop what it still buffers: what could not be written
+    is not written again (and fails again) when the interpreter exits."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())  # type: ignore[attr-defined]
+        os.close(devnull)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        stream.flush()  # type: ignore[attr-defined]
 
 
 def _tolerant_streams() -> None:
