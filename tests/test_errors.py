@@ -639,3 +639,18 @@ def test_a_current_folder_named_in_another_encoding_gets_one_verdict(tmp_path: P
         assert verl_roles.compose([]).trainer.nnodes == 1
     finally:
         os.chdir(previous)
+
+
+def test_a_warning_the_callers_filter_makes_an_error_is_a_config_error_not_a_bug():
+    """``warnings.simplefilter("error", InertValueWarning)`` in the caller's process: compose raises
+    ConfigError worded as the warning (was "internal error, a bug of verl_roles")."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", verl_roles.InertValueWarning)
+        with pytest.raises(verl_roles.ConfigError) as raised:
+            verl_roles.compose(["model_engine=megatron", "actor_rollout_ref.actor.optim.betas=[0.9,0.95]"])
+    text = str(raised.value)
+    assert "internal error" not in text and "bug" not in text
+    assert text.startswith("InertValueWarning: actor_rollout_ref.actor.optim.betas")
+    assert "raised as an error by this process's warnings filter" in text

@@ -23,6 +23,7 @@ from verl_roles.base.errors import (
     internal_error,
 )
 from verl_roles.base.layout import PRIMARY_CONFIG
+from verl_roles.base.notices import ConfigWarning, raised_as_error
 from verl_roles.hydra_adapter.app import job_outcome, run_app
 from verl_roles.hydra_adapter.compose import (
     LoadedDefault,
@@ -108,6 +109,8 @@ def compose(
         if caused_by_interrupt(error):
             raise KeyboardInterrupt from error
         raise_translated(error, command, composed_key_paths)
+    except ConfigWarning as warning:
+        raise ConfigError([raised_as_error(warning)]) from warning
     except Exception as error:  # noqa: BLE001 - the API raises only ConfigError (the boundary of the API)
         if caused_by_interrupt(error):
             raise KeyboardInterrupt from error

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import warnings
 
+from verl_roles.base.errors import Problem
+
 
 class ConfigWarning(UserWarning):
     """A config is valid but something in it deserves the user's attention."""
@@ -26,3 +28,15 @@ class InertValueWarning(ConfigWarning):
 def warn(message: str, category: type[ConfigWarning] = ConfigWarning) -> None:
     """Emit a warning attributed to the caller of the public API, not to verl_roles internals."""
     warnings.warn(message, category, stacklevel=3)
+
+
+def raised_as_error(warning: ConfigWarning) -> Problem:
+    """A warning of ours that the caller's warnings filter turned into an exception
+    (``warnings.simplefilter("error", InertValueWarning)``): the problem it stands for, worded as the
+    warning, so the Python API still raises only ConfigError."""
+    return Problem(
+        key=type(warning).__name__,
+        message=f"{warning} (a warning, raised as an error by this process's warnings filter)",
+        fix="change what it names, or let verl_roles' warnings warn: "
+        'warnings.simplefilter("default", verl_roles.ConfigWarning)',
+    )
