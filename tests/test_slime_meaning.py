@@ -262,6 +262,12 @@ def test_a_load_with_no_folder_for_verl_is_refused(in_tmp: Path):
         str(in_tmp / "legacy"): ["names iter_0000005, which holds no metadata.json",
                                  "reads only the distributed (torch_dist) format"],
     }
+    # A tracker that names no iteration: a lookalike digit, more digits than any run has iterations.
+    for name, text in (("superscript", "\u00b2"), ("long", "9" * 5000)):
+        (in_tmp / name).mkdir()
+        (in_tmp / name / "latest_checkpointed_iteration.txt").write_text(text, encoding="utf-8")
+        cases[str(in_tmp / name)] = ["which names no iteration", "ASCII digits",
+                                     "Fix: name the iteration folder itself"]
     for value, phrases in cases.items():
         slime_file(in_tmp / "roles.yaml", {"critic": {"load": value}})
         typed = [MEGATRON, "megatron_config_path=roles.yaml", "hydra.run.dir=out"]

@@ -22,6 +22,9 @@ from pathlib import Path
 
 # Megatron's names: the tracker file of a checkpoint root, and the folder of one saved iteration.
 TRACKER = "latest_checkpointed_iteration.txt"
+# What the tracker holds for a saved iteration: its number in ASCII digits (``str.isdigit`` would take
+# "²" too, and int() refuses more than 4,300 digits; no run reaches 10**12 iterations).
+ITERATION = re.compile(r"[0-9]{1,12}")
 RELEASE = "release"
 _ITERATION_FOLDER = re.compile(r"iter_\d{7}")
 
@@ -111,12 +114,14 @@ def _iteration_of(value: str, root: Path, text: str) -> tuple[str, str]:
     """The iteration folder the tracker text ``text`` of the checkpoint root ``root`` names."""
     if text == RELEASE:
         name = RELEASE
-    elif text.isdigit():
+    elif ITERATION.fullmatch(text):
         name = f"iter_{int(text):07d}"
     else:
+        shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
         raise LoadError(
-            f"{value}/{TRACKER} holds {text!r}, which names no iteration (Megatron writes a number or "
-            f"{RELEASE!r})", "name the iteration folder itself (`load: <root>/iter_0000100`)",
+            f"{value}/{TRACKER} holds {shown!r}, which names no iteration (Megatron writes the iteration as "
+            f"ASCII digits, or {RELEASE!r})",
+            "name the iteration folder itself (`load: <root>/iter_0000100`)",
         )
     leaf = root / name
     if not _is("is_file", leaf / DIST_METADATA):
