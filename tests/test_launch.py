@@ -357,18 +357,20 @@ def test_a_run_dir_is_left_as_it_was_when_verls_checks_refuse(
 # run in this Python (with the fake verl on the path), the checks file prints ANSWER.
 ANSWERING = """#!/bin/sh
 case "$1" in
-  *verl_prelaunch.py) cat {answer}; exit {code};;
+  *verl_prelaunch.py) cat {answer}; {end};;
 esac
 exec {python} "$@"
 """
 
 
-def answering_python(tmp_path: Path, answer: dict | str, code: int = 0) -> Path:
+def answering_python(tmp_path: Path, answer: dict | str, code: int = 0, signal: str = "") -> Path:
+    """``code``: the checks' exit code; ``signal``: a signal the checks' process ends by instead."""
     (tmp_path / "answer.json").write_text(answer if isinstance(answer, str) else json.dumps(answer),
                                           encoding="utf-8")
     python = tmp_path / "answering" / "python"
     python.parent.mkdir()
-    python.write_text(ANSWERING.format(answer=tmp_path / "answer.json", code=code, python=sys.executable),
+    end = f"kill -{signal} $$" if signal else f"exit {code}"
+    python.write_text(ANSWERING.format(answer=tmp_path / "answer.json", end=end, python=sys.executable),
                       encoding="utf-8")
     python.chmod(0o755)
     return python
@@ -426,6 +428,19 @@ def test_checks_that_cannot_run_are_refused_with_what_happened(
     paragraph = err.strip().splitlines()[-1]
     assert "verl: could not run its own checks of the run in" in paragraph and SKIP_CHECKS in paragraph
     assert ("exit code 1" if answer == "not json" else "No module named 'torch'") in paragraph
+    assert list(Path.cwd().iterdir()) == []
+
+
+def test_checks_ended_by_a_signal_are_not_worded_as_verls_verdict(
+    trainer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    # The out-of-memory killer ends the checks' process: its partial answer says nothing of the config.
+    python = answering_python(tmp_path, steps(), signal="KILL")
+    code, _, err = launch(["--verl-python", str(python), *QUIET], capsys, verl_checks=True)
+    assert code == 2 and not trainer.exists()
+    paragraph = err.strip().splitlines()[-1]
+    assert "were ended by SIGKILL before they answered" in paragraph and "refuses" not in paragraph
+    assert "pip install" not in paragraph and SKIP_CHECKS in paragraph
     assert list(Path.cwd().iterdir()) == []
 
 

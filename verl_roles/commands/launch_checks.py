@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -78,6 +79,8 @@ def run_checks(python: str, run_dir: Path, release: str, workdir: Path, shown_as
     say(f"verl_roles: checking the run with verl {release}'s own checks in {python} (no Ray)")
     started = time.monotonic()
     out, err, code = _run(command, workdir, python)
+    if code < 0:
+        raise killed(python, -code)
     answer = _answer(out)
     if answer is None or "steps" not in answer:
         raise cannot_check(python, release, answer, err, code)
@@ -115,6 +118,22 @@ def _answer(out: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return answer if isinstance(answer, dict) else None
+
+
+def killed(python: str, signum: int) -> ConfigError:
+    """verl's checks were ended by a signal before they answered: nothing is known of the config."""
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    return ConfigError([Problem(
+        key="verl",
+        message=f"its checks of the run in {python} were ended by {name} before they answered, so nothing "
+        "is known yet of what verl thinks of the config (the system's out-of-memory killer sends SIGKILL, "
+        "as `kill -9` does); nothing was written and nothing was started",
+        fix="launch again; if the machine was short of memory, free some first, or add --skip-verl-checks "
+        "to start verl's trainer without the checks",
+    )])
 
 
 def cannot_check(
