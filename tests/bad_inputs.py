@@ -190,6 +190,9 @@ CASES: tuple[Case, ...] = (
     override("role-option-parent-path", "role/critic=../../model_engine/megatron"),
     override("role-option-absolute-path", "role/critic=/etc/hosts"),
     override("unknown-config-name", "--config-name", "nope", named="nope"),
+    override("config-dir-flag-underscore", "--config_dir", "{d}", named=("--config_dir", "--config-dir")),
+    override("overwrite-flag-upper-case", "--Overwrite", named=("--Overwrite", "--overwrite")),
+    override("cfg-flag-value-not-a-view", "--cfg", "trainer.nnodes=2", named=("--cfg", "job, hydra, all")),
     override("config-name-escapes", "--config-name", "../conf/ppo_trainer", named="ppo_trainer"),
     override("delete-required-key", "~trainer.nnodes"),
     override("delete-whole-section", "~actor_rollout_ref"),
@@ -415,6 +418,13 @@ CASES: tuple[Case, ...] = (
     # --- verl-roles commands ---------------------------------------------------------------------
     command("no-command", named="COMMAND"),
     command("unknown-command", "difff", named="difff"),
+    # Near-miss options of every command that reads its own words (case, `_` for `-`, a longer spelling).
+    command("launch-flag-underscore", "launch", "--skip_verl_checks", named=("--skip_verl_checks",
+                                                                              "--skip-verl-checks")),
+    command("migrate-flag-upper-case", "migrate", "--TO=0.8.0", "trainer.nnodes=1", named=("--TO", "--to")),
+    command("migrate-flag-longer", "migrate", "--to-release", "0.8.0", "trainer.nnodes=1",
+            named=("--to-release", "--to")),
+    command("diff-flag-underscore", "diff", "--config_name", "x", named=("--config_name", "--config-name")),
     command("diff-bad-override", "diff", "critic=0", "--"),
     command("diff-bad-value", "diff", "--", "trainer.nnodes=0"),
     command("diff-unknown-key", "diff", "trainer.nope=1", "--"),

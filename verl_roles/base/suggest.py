@@ -3,7 +3,8 @@
 A name is near another when it is the same name but for case and ``-`` / ``_`` (``NNODES``, ``Nnodes`` and
 ``n-nodes`` for ``nnodes``; ``MEGATRON`` for ``megatron``), spelt alike once both are folded so
 (difflib's ratio at least :data:`CUTOFF`), or abbreviates it (``lr`` for ``learning_rate``: the initials of
-its words). Every message that offers a guess (unknown
+its words), or, when nothing is nearer, one extends the other by whole words (``--to-release`` for
+``--to``). Every message that offers a guess (unknown
 keys, options, commands, flags, roles, slime keys) asks here, so the guesses agree everywhere; a dotted
 key of a config asks :func:`near_keys`. :func:`verl_roles.base.errors.did_you_mean` words the guesses.
 """
@@ -44,9 +45,16 @@ def is_near(typed: str, candidate: str, cutoff: float = CUTOFF) -> bool:
             or difflib.SequenceMatcher(None, typed_f, candidate_f).ratio() >= cutoff)
 
 
+def extends(one: str, other: str) -> bool:
+    """``--to-release`` and ``--to``: one name is the other with more words after it (folded)."""
+    one, other = folded(one).strip("_"), folded(other).strip("_")
+    return bool(one and other) and (one.startswith(other + "_") or other.startswith(one + "_"))
+
+
 def near_names(typed: str, candidates: Iterable[str], n: int = 1, cutoff: float = CUTOFF) -> list[str]:
     """Up to ``n`` of ``candidates`` nearest ``typed`` (the same name but for case and ``-``/``_`` first,
-    then abbreviations, then the closest spellings once folded), never ``typed`` itself."""
+    then abbreviations, then the closest spellings once folded, then a name it extends or that extends it
+    by whole words), never ``typed`` itself."""
     pool = [c for c in dict.fromkeys(candidates) if c != typed]
     found = [c for c in pool if folded(c) == folded(typed)]
     found += [c for c in pool if abbreviates(typed, c) and c not in found]
@@ -55,6 +63,8 @@ def near_names(typed: str, candidates: Iterable[str], n: int = 1, cutoff: float 
         by_fold.setdefault(folded(candidate), []).append(candidate)
     for close in difflib.get_close_matches(folded(typed), list(by_fold), n=n, cutoff=cutoff):
         found += [c for c in by_fold[close] if c not in found]
+    if not found:
+        found = [c for c in pool if extends(typed, c)]
     return found[:n]
 
 

@@ -256,6 +256,12 @@ def _invoke(args: list[str], job: MainJob, single_run_only: bool, before_commit:
     # Legacy keys must be rewritten before Hydra sees them (it rejects unknown keys while composing),
     # for every job of a sweep alike.
     command = read_command_line(CommandLine.parse(args, MAIN_FLAGS)).command
+    if command.flag(HELP) is None:
+        # An option Hydra's parser does not know (`--config_dir`, `--Overwrite`): one paragraph with the
+        # option meant, before anything else reads the line.
+        problems = command.flag_problems("the main job", "python -m verl_roles.main")
+        if problems:
+            raise ConfigError(problems)
     if command.flag(VERSION) is not None:
         say(version_text())
         return

@@ -44,6 +44,7 @@ from verl_roles.inputs.flags import (
     CONFIG_PATH,
     HYDRA_FLAGS,
     MULTIRUN,
+    REQUIRED,
     Flag,
     FlagSpec,
     split_arguments,
@@ -253,6 +254,16 @@ class CommandLine:
                 problems.append(Problem(key=flag.typed_name, message=f"needs {flag.spec.value_name}",
                                         fix=f"write `{flag.typed_name} {flag.spec.metavar}` "
                                         f"(see `{program} --help`)"))
+            elif (flag.spec in HYDRA_FLAGS and flag.spec.value == REQUIRED and flag.spec.choices
+                  and flag.value not in flag.spec.choices):
+                # Hydra's parser would refuse it with argparse's words (a command's own flags with a fixed
+                # set of values say more of theirs).
+                choices = ", ".join(flag.spec.choices)
+                guess = near_names(str(flag.value), flag.spec.choices)
+                problems.append(Problem(
+                    key=flag.typed_name, message=f"takes one of {choices}", value=flag.value, show_value=True,
+                    fix=did_you_mean([f"{flag.typed_name} {choice}" for choice in guess],
+                                     f"write `{flag.typed_name} {flag.spec.choices[0]}` (one of {choices})")))
         return problems
 
     def usage_problems(self, command: str, program: str | None = None) -> list[Problem]:

@@ -144,9 +144,9 @@ def usage_problems(command: Command, line: CommandLine) -> list[Problem]:
         ]
     if command.words is Words.KEYS:
         return line.flag_problems(label, program)
-    # The command reads its words itself; its own flags still need their values.
-    own = [flag for flag in line.flags if flag.spec in command.flags]
-    return CommandLine(tuple(own), specs=command.specs).flag_problems(label, program)
+    # The command reads its words itself; every flag must still be one it takes (its own, the common ones,
+    # those it passes on), with its value.
+    return line.flag_problems(label, program)
 
 
 def run(command: Command, args: Sequence[str]) -> int:
