@@ -9,6 +9,7 @@ import pytest
 from conftest import assert_user_error, main_in_process, run, run_in_process, write
 
 from verl_roles.cli import main as cli
+from verl_roles.main import main
 
 # What Hydra/OmegaConf do decides these tests' outcome: CI runs them on both stacks.
 pytestmark = pytest.mark.stack
@@ -137,3 +138,46 @@ def test_every_view_spells_values_as_resolved_yaml_does(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[2:] == [f"changed {flag}: false -> true", f"changed {key}: 1.0e-05 -> 2.0e-06",
                          "2 keys differ: 0 added, 0 removed, 2 changed"]
+
+
+def test_show_equals_resolved_yaml_byte_for_byte_for_any_text_value(tmp_path: Path, capsys):
+    """Data is exact: whatever text a value holds (controls, marks of text direction, zero-width
+    characters, quotes, non-ASCII letters), what `show` prints is byte for byte the resolved.yaml a run
+    writes, and both read back to the text typed. (The human-text escaping of messages never reaches data;
+    YAML's own double-quoted escapes keep it safe to show.)"""
+    import itertools
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from omegaconf import OmegaConf
+
+    from verl_roles.omegaconf_adapter.override_text import quoted_string
+
+    counter = itertools.count()
+    counts = {"compared": 0, "refused": 0}
+    special = st.sampled_from(["\u200f", "\u202e", "\u061c", "\u200b", "\ufeff", "\x1b", "\t", "'", '"', "\\",
+                               "$", "é", "\u2066"])
+    texts = st.lists(st.one_of(special, st.characters(blacklist_categories=("Cs",))), min_size=1, max_size=8)
+
+    @settings(max_examples=12, deadline=None)
+    @given(texts)
+    def property_(chars: list[str]):
+        text = "".join(chars)
+        line = [f"trainer.project_name={quoted_string(text)}", "hydra/job_logging=none",
+                "hydra/hydra_logging=none"]
+        out = tmp_path / f"run{next(counter)}"
+        code = main([*line, f"hydra.run.dir={out}"])
+        capsys.readouterr()
+        shown_code = cli(["show", *line])
+        shown = capsys.readouterr().out
+        assert shown_code == code
+        if code != 0:
+            counts["refused"] += 1
+            return
+        counts["compared"] += 1
+        written = (out / "resolved.yaml").read_bytes()
+        assert shown.encode("utf-8") == written
+        assert OmegaConf.load(out / "resolved.yaml").trainer.project_name == text
+
+    property_()
+    assert counts["compared"] >= counts["refused"], counts

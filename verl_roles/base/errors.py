@@ -13,11 +13,22 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-# What a terminal acts on instead of showing: the C0 and C1 control characters (ESC starts the sequences
-# that set a window title or clear the screen; a carriage return overwrites a line), DEL, the marks and
-# overrides of text direction (they reorder what is shown), and the stand-ins Python reads a byte that
-# is not UTF-8 as (a command-line argument, a file name, an environment variable in another encoding).
-_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# What a terminal acts on or hides instead of showing: the C0 and C1 control characters (ESC starts the
+# sequences that set a window title or clear the screen; a carriage return overwrites a line), DEL, every
+# character of Unicode's Bidi_Control property (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069: they
+# reorder what is shown), the invisible ones (the zero-width space, non-joiner and joiner, the word
+# joiner, the byte order mark) and the line and paragraph separators, and the stand-ins Python reads a
+# byte that is not UTF-8 as (a command-line argument, a file name, an environment variable in another
+# encoding). Human text shows each as its escape (:func:`shown`); data escapes each in its own format's
+# quoting (:func:`shell_word`; the YAML dialect's double-quoted scalars).
+UNSHOWABLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff"
+    "\ud800-\udfff]"
+)
+_UNSHOWABLE = UNSHOWABLE
+# The characters of UNSHOWABLE that YAML's emitter writes as they are (to YAML they are printable text):
+# the marks and overrides of text direction and the invisible ones. The YAML dialect escapes these itself.
+INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -40,6 +51,34 @@ def shown(text: str, keep: str = "") -> str:
         return _NAMED_ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
     return _UNSHOWABLE.sub(escape, text)
+
+
+def shell_word(word: str) -> str:
+    """``word`` as a POSIX shell reads it back exactly: ``shlex.quote``'s quoting, or, when it holds a
+    character of :data:`UNSHOWABLE`, bash's ``$'...'`` quoting with each such character (and ``\\`` and
+    ``'``) escaped, so a printed command line shows what it holds and pastes back as typed (a byte that
+    was not UTF-8 comes back as that byte)."""
+    import shlex
+
+    if not UNSHOWABLE.search(word):
+        return shlex.quote(word)
+
+    def escape(char: str) -> str:
+        code = ord(char)
+        if char in "\\'":
+            return "\\" + char
+        if 0xDC80 <= code <= 0xDCFF:
+            return f"\\x{code - 0xDC00:02x}"
+        if UNSHOWABLE.match(char):
+            return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+        return char
+
+    return "$'" + "".join(escape(char) for char in word) + "'"
+
+
+def shell_line(words: Iterable[str]) -> str:
+    """A command line of ``words``, each quoted by :func:`shell_word`."""
+    return " ".join(shell_word(word) for word in words)
 
 
 @dataclass(frozen=True)

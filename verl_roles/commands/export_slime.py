@@ -13,7 +13,6 @@ nothing.
 
 from __future__ import annotations
 
-import shlex
 import sys
 import tempfile
 import warnings
@@ -23,7 +22,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.api.composition import compose
-from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.base.errors import ConfigError, Problem, shell_line
 from verl_roles.base.layout import (
     ENGINE_KEY,
     ROLE_GROUPS,
@@ -117,7 +116,7 @@ def not_carried(exported: DictConfig, text: str, baseline: CommandLine) -> list[
 
 def _read_back_line(baseline: CommandLine, extra: Sequence[str]) -> str:
     words = ["python", "-m", "verl_roles.main", *baseline.argv(), f"{SLIME_PATH_KEY}=FILE", *extra]
-    return " ".join(shlex.quote(word) for word in words)
+    return shell_line(words)
 
 
 def export_slime(command: CommandLine, strict: bool = False) -> str:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verl_roles.base import releases
-from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.base.errors import ConfigError, Problem, shell_line
 from verl_roles.commands.child_processes import ends_with, finish_within
 from verl_roles.commands.launch_checks import run_checks
 from verl_roles.commands.main import MAIN_FLAGS, BeforeCommit, run_main_job
@@ -342,7 +341,7 @@ def _launch(invocation: Invocation) -> int:
         run_dir = written
     command = trainer_command(options, run_dir)
     where = "" if workdir == Path.cwd() else f" in {workdir} (where the run was composed)"
-    print(f"verl_roles: starting verl{where}: {shlex.join(command)}", flush=True)
+    print(f"verl_roles: starting verl{where}: {shell_line(command)}", flush=True)
     return exit_code_of(run_trainer(command, workdir))
 
 

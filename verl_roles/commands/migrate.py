@@ -34,7 +34,7 @@ from dataclasses import replace
 
 from verl_roles.api.composition import compose
 from verl_roles.base import releases
-from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.base.errors import UNSHOWABLE, ConfigError, Problem, shell_word
 from verl_roles.commands.check_sweep import check_sweep
 from verl_roles.inputs.cmdline import CommandLine, Override
 from verl_roles.inputs.flags import (
@@ -62,7 +62,10 @@ MIGRATE_FLAGS = (FROM, TO)
 
 
 def shell_quote(token: str) -> str:
-    """``token`` written so a POSIX shell reads it back unchanged; bare when nothing needs quoting."""
+    """``token`` written so a POSIX shell reads it back unchanged; bare when nothing needs quoting, and in
+    ``$'...'`` with escapes when it holds a character a terminal would not show as it is."""
+    if UNSHOWABLE.search(token):
+        return shell_word(token)
     if token and _SAFE.match(token) and not token.startswith("~"):
         return token
     if "'" not in token:

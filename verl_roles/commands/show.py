@@ -8,7 +8,6 @@ never disagrees with the files a run writes.
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
@@ -16,7 +15,7 @@ from fnmatch import fnmatchcase
 from omegaconf import OmegaConf
 
 from verl_roles.api.composition import compose
-from verl_roles.base.errors import ConfigError, Problem, did_you_mean
+from verl_roles.base.errors import ConfigError, Problem, did_you_mean, shell_line
 from verl_roles.base.layout import ROLE_SECTIONS
 from verl_roles.base.suggest import MAX_KEYS, near_keys, near_names
 from verl_roles.inputs import paths
@@ -156,7 +155,7 @@ def show_command(command: CommandLine) -> str:
     if package is not None and package.value:
         words += ["--keys", package.value]
     words += [override.text for override in command.task_overrides]
-    return " ".join(shlex.quote(word) for word in words)
+    return shell_line(words)
 
 
 def shows_composition(command: CommandLine) -> bool:

@@ -10,7 +10,6 @@ a config that composes.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import NoReturn
@@ -40,6 +39,7 @@ from verl_roles.base.errors import (
     config_files_origin,
     did_you_mean,
     one_paragraph,
+    shell_line,
     unknown_key,
     yaml_problem,
 )
@@ -343,7 +343,7 @@ def rerun_line(name: str, command: CommandLine) -> Rerun:
         chosen = {VERSION_KEY: release, ENGINE_KEY: engine}
         line = command.rewritten(lambda o: [] if o.is_group and chosen.get(o.key) is not None else None)
         added = [f"{group}={option}" for group, option in chosen.items() if option is not None]
-        return " ".join(["verl-roles", name, shlex.quote(key), *map(shlex.quote, [*line.argv(), *added])])
+        return shell_line(["verl-roles", name, key, *line.argv(), *added])
 
     return rerun
 

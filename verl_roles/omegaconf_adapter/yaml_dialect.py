@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from verl_roles.base.errors import ConfigError, Problem
+from verl_roles.base.errors import INVISIBLE, ConfigError, Problem
 from verl_roles.base.limits import MAX_NESTING, nesting_depth, too_deep, too_many_values
 from verl_roles.compat import omegaconf as oc
 from verl_roles.omegaconf_adapter.build import NotPlainData, build
@@ -123,12 +123,35 @@ class _Dumper(getattr(yaml, "CDumper", yaml.Dumper)):  # type: ignore[misc]
     """``OmegaConf.to_yaml``'s dumper on PyYAML's C emitter."""
 
 
-_Dumper.add_representer(str, oc.string_representer)
+def _represent_str(dumper: yaml.Dumper, data: str) -> yaml.ScalarNode:
+    """OmegaConf's string representer, but a string holding a character a terminal hides or acts on and
+    YAML takes as plain text (:data:`verl_roles.base.errors.INVISIBLE`: the marks of text direction, the
+    zero-width characters) is double-quoted: :func:`_escaped` then writes each such character as its YAML
+    escape, which only a double-quoted scalar reads as that character. (The control characters the
+    emitter escapes itself.)"""
+    if INVISIBLE.search(data):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+    return oc.string_representer(dumper, data)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def _escaped(text: str) -> str:
+    """YAML text from :class:`_Dumper` with each character of INVISIBLE (the emitter writes them as they
+    are) as its ``\\uXXXX`` escape: the text reads back to the same values, shows what it holds, and
+    shows it the same in a file and on a terminal. Only a double-quoted scalar holds such a character
+    (:func:`_represent_str`)."""
+    if not INVISIBLE.search(text):
+        return text
+    return INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04X}", text)
 
 
 def dump(container: object) -> str:
-    """``OmegaConf.to_yaml`` of a plain container: same input, byte-identical text."""
-    return yaml.dump(container, Dumper=_Dumper, default_flow_style=False, allow_unicode=True, sort_keys=False)
+    """``OmegaConf.to_yaml`` of a plain container: same input, byte-identical text, but for a string
+    holding a character of INVISIBLE (double-quoted, that character escaped)."""
+    return _escaped(yaml.dump(container, Dumper=_Dumper, default_flow_style=False, allow_unicode=True,
+                              sort_keys=False))
 
 
 def dump_lines(pairs: Mapping[str, object]) -> str:
@@ -139,7 +162,7 @@ def dump_lines(pairs: Mapping[str, object]) -> str:
         style = None if isinstance(value, (list, dict)) else False
         text = yaml.dump({key: value}, Dumper=_Dumper, default_flow_style=style, allow_unicode=True,
                          sort_keys=False)
-        lines.append(text)
+        lines.append(_escaped(text))
     return "".join(lines)
 
 
@@ -161,7 +184,7 @@ def dump_flow(value: object) -> str:
     if "\n" in text:
         text = yaml.dump(value, Dumper=_Dumper, default_flow_style=True, default_style='"',
                          allow_unicode=True, sort_keys=False, width=_ONE_LINE).removesuffix("\n")
-    return text
+    return _escaped(text)
 
 
 def _plain(value: object) -> bool:
