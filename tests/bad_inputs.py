@@ -190,6 +190,11 @@ CASES: tuple[Case, ...] = (
     override("role-option-parent-path", "role/critic=../../model_engine/megatron"),
     override("role-option-absolute-path", "role/critic=/etc/hosts"),
     override("unknown-config-name", "--config-name", "nope", named="nope"),
+    # A key with a letter of another script drawn like a Latin one, or a character nobody sees.
+    override("key-with-cyrillic-o", "trainer.nn\u043edes=2", named=("U+043E", "trainer.nnodes=2")),
+    override("key-with-zero-width-space", "trainer.nn\u200bodes=2", named=("U+200B", "trainer.nnodes=2")),
+    sweep("key-with-cyrillic-o", "trainer.nn\u043edes=1,2", named=("U+043E", "trainer.nnodes=1,2")),
+    command("show-key-with-cyrillic-o", "show", "trainer.nn\u043edes=2", named=("U+043E",)),
     override("config-dir-flag-underscore", "--config_dir", "{d}", named=("--config_dir", "--config-dir")),
     override("overwrite-flag-upper-case", "--Overwrite", named=("--Overwrite", "--overwrite")),
     override("cfg-flag-value-not-a-view", "--cfg", "trainer.nnodes=2", named=("--cfg", "job, hydra, all")),

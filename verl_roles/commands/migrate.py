@@ -49,6 +49,7 @@ from verl_roles.inputs.flags import (
     FlagSpec,
 )
 from verl_roles.legacy import LEGACY_CONFIG_NAMES, config_path_move, renamed_between, translate_command
+from verl_roles.messages.wording import override_grammar_problem
 from verl_roles.shell.command import Command, Invocation, Words
 from verl_roles.shell.reporting import say
 
@@ -122,10 +123,7 @@ def _check(command: CommandLine) -> None:
                                     fix=f"write `{flag.typed_name} VALUE`"))
     for override in command.overrides:
         if override.parsed is None and not override.is_bare_word:
-            problems.append(Problem(
-                key=f"`{override.text}`", message="is not a valid Hydra override",
-                fix="write KEY=VALUE and quote values with spaces or brackets, e.g. `'key=[a,b]'`",
-            ))
+            problems.append(override_grammar_problem(override.text, "", command))
     if problems:
         raise ConfigError(problems)
 

@@ -10,6 +10,7 @@ a config that composes.
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import NoReturn
@@ -34,6 +35,7 @@ from omegaconf.errors import (
 
 from verl_roles.base import releases
 from verl_roles.base.errors import (
+    INVISIBLE,
     ConfigError,
     Problem,
     config_files_origin,
@@ -124,12 +126,7 @@ def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | 
     if isinstance(error, yaml.YAMLError):
         yield yaml_problem(error)
     elif isinstance(error, OverrideParseException):
-        yield Problem(
-            key=f"`{error.override}`" if error.override else "command line",
-            message=f"is not a valid Hydra override: {one_paragraph(error.message)}",
-            fix="write KEY=VALUE and quote values with spaces or brackets, e.g. `'key=[a,b]'` "
-            "(grammar: https://hydra.cc/docs/advanced/override_grammar/basic/)",
-        )
+        yield override_grammar_problem(error.override, one_paragraph(error.message), command, key_paths)
     elif isinstance(error, MissingConfigException):
         yield _missing_config_problem(error, command, text)
     elif isinstance(error, SearchPathException):
@@ -280,6 +277,64 @@ def _missing_option_problem(error: MissingConfigException, command: CommandLine)
         expected="one of " + ", ".join(options) if options else "",
         origin=command.origin_of(group),
         fix=fix,
+    )
+
+
+def override_grammar_problem(override: str | None, detail: str, command: CommandLine,
+                             key_paths: KeyPaths | None = None) -> Problem:
+    """An argument Hydra's override grammar refuses (``detail``: what the parser said, if anything): a
+    key holding a character no key has is named so; anything else gets the grammar's own words."""
+    lookalike = _lookalike_key_problem(override, command, key_paths)
+    if lookalike is not None:
+        return lookalike
+    return Problem(
+        key=f"`{override}`" if override else "command line",
+        message="is not a valid Hydra override" + (f": {detail}" if detail else ""),
+        fix="write KEY=VALUE and quote values with spaces or brackets, e.g. `'key=[a,b]'` "
+        "(grammar: https://hydra.cc/docs/advanced/override_grammar/basic/)",
+    )
+
+
+def _ascii_lookalike(char: str) -> str:
+    """The ASCII letter or digit ``char`` is drawn like (``о``, CYRILLIC SMALL LETTER O -> ``o``), "" for
+    an invisible character, else ``char`` itself."""
+    if INVISIBLE.match(char) or unicodedata.category(char) == "Cf":
+        return ""
+    name = unicodedata.name(char, "")
+    last = name.rpartition(" ")[2]
+    if (" LETTER " in name or " DIGIT " in name) and len(last) == 1 and last.isascii() and last.isalnum():
+        return last.lower() if "SMALL" in name or "LETTER" not in name else last.upper()
+    folded = unicodedata.normalize("NFKC", char)
+    return folded if folded.isascii() else char
+
+
+def _lookalike_key_problem(override: str | None, command: CommandLine,
+                           key_paths: KeyPaths | None) -> Problem | None:
+    """A key of ``override`` that Hydra's grammar refuses because it holds a character that is not ASCII:
+    each such character named by its code point and name (a letter of another script drawn like a Latin
+    one, a zero-width character nobody sees), and the key meant when it is one of the config's."""
+    if not override:
+        return None
+    head, sep, value = override.partition("=")
+    key = head.lstrip("+~")
+    if not sep or key.isascii():
+        return None
+    odd = [(index, char) for index, char in enumerate(key) if not char.isascii()]
+    named = "; ".join(
+        f"U+{ord(char):04X} ({unicodedata.name(char, 'unnamed').lower()}) at position {index + 1}"
+        for index, char in odd)
+    meant = "".join(_ascii_lookalike(char) if not char.isascii() else char for char in key)
+    prefix = head[: len(head) - len(key)]
+    knowledge = KeyKnowledge(command, key_paths) if meant.isascii() else None
+    if knowledge is not None and meant in knowledge.keys_for(knowledge.engine):
+        fix = f"did you mean `{shell_line([f'{prefix}{meant}={value}'])}`? Retype the key in ASCII"
+    else:
+        fix = ("retype the key in ASCII letters, digits, `_` and `.` (`verl-roles keys PATTERN` lists the "
+               "keys)")
+    return Problem(
+        key=key, message=f"holds {'characters' if len(odd) > 1 else 'a character'} a key never has: {named}; "
+        "a key is ASCII letters, digits, `_` and `.`, so Hydra's grammar refuses the override",
+        origin=f"the command line override `{override}`", fix=fix,
     )
 
 
