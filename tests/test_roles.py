@@ -428,3 +428,24 @@ def test_user_critic_option_without_critic_is_a_warning(tmp_path: Path, capsys):
     assert "critic.optim.lr (the file" in err and "role/critic/high_lr.yaml) would do nothing" in err
     assert "algorithm.adv_estimator=grpo" in err
     assert (tmp_path / "out/resolved.yaml").exists()
+
+
+def test_the_critic_following_the_actors_layout_offers_only_fixes_the_rules_allow(tmp_path: Path, capsys):
+    """The notice of the critic following the actor's layout offers choices the rules take, and each, when
+    applied, composes (verl builds the critic in the actor's processes: a size of the parallel state cannot
+    differ, whatever `actor_critic_same_topology` says)."""
+    import warnings
+
+    line = ["model_engine=megatron", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        verl_roles.compose(line)
+    [notice] = [str(w.message) for w in caught if FOLLOWS in str(w.message)]
+    assert "actor_critic_same_topology=false" not in notice and "Set critic.megatron.<key>" not in notice
+    assert "set megatron.<key> once for every role" in notice
+    # The fix offered, applied: one value for every role composes, and no notice is left.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cfg = verl_roles.compose(["model_engine=megatron", "megatron.tensor_model_parallel_size=2"])
+    assert cfg.critic.megatron.tensor_model_parallel_size == 2
+    assert not [w for w in caught if FOLLOWS in str(w.message)]

@@ -35,6 +35,7 @@ from verl_roles.base.layout import (
     SLIME_ENGINE,
     SLIME_ROLES,
     TOPOLOGY_SETTING,
+    Engine,
     engine,
 )
 from verl_roles.base.notices import ConfigTranslationWarning, warn
@@ -344,6 +345,27 @@ def _followers_keep_their_value(cfg: DictConfig, targets: set[str]) -> None:
                  "command line) to choose it.")
 
 
+def _follows_notice(chosen: Engine, actor: DictConfig, critic_block: str, followed: list[str]) -> str:
+    """What the critic following the actor's layout means, offering only the choices the rules allow: a
+    size of the process's parallel state (Megatron-Core's) is the actor's in the critic too, whatever is
+    set (verl builds the critic in the actor's worker processes: the topology and parallel-state rules
+    refuse any other value); another topology key may keep the baseline with the shared placement off."""
+    shown = ", ".join(f"{key}={chosen.effective_value(actor, key)}" for key in followed)
+    fixed = [key for key in followed if key in chosen.process_state]
+    free = [key for key in followed if key not in chosen.process_state]
+    text = (f"{critic_block} follows the actor's parallel layout ({shown}), since {TOPOLOGY_SETTING}=true "
+            f"and the critic sets none of its own; verl alone would give the critic the common baseline "
+            f"({chosen.baseline}.*).")
+    if fixed:
+        text += (" verl builds the critic in the actor's worker processes, where the parallel state is set "
+                 f"once, so {', '.join(fixed)} cannot differ between them; to change "
+                 f"{'it' if len(fixed) == 1 else 'them'} for both, set {chosen.baseline}.<key> once for "
+                 "every role.")
+    if free:
+        text += (f" To keep the baseline's {', '.join(free)} for the critic, set {TOPOLOGY_SETTING}=false.")
+    return text
+
+
 def _critic_follows_actor_layout(cfg: DictConfig) -> tuple[str, ...]:
     """With a shared placement, the critic takes the actor's parallel layout, as the reference does,
     for every topology key the critic does not set itself (it still follows the engine baseline there,
@@ -365,11 +387,5 @@ def _critic_follows_actor_layout(cfg: DictConfig) -> tuple[str, ...]:
         critic[key] = "${" + f"{actor_block}.{key}" + "}"
         followed.append(key)
     if followed:
-        shown = ", ".join(f"{key}={chosen.effective_value(actor, key)}" for key in followed)
-        warn(
-            f"{critic_block} follows the actor's parallel layout ({shown}), since {TOPOLOGY_SETTING}=true "
-            f"and the critic sets none of its own; verl alone would give the critic the common baseline "
-            f"({chosen.baseline}.*). Set {critic_block}.<key> to choose the critic's layout, or "
-            f"{TOPOLOGY_SETTING}=false to let it keep the baseline."
-        )
+        warn(_follows_notice(chosen, actor, critic_block, followed))
     return tuple(f"{critic_block}.{key}" for key in followed)
