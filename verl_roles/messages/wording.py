@@ -54,6 +54,7 @@ from verl_roles.inputs.config_tree import is_internal_group
 from verl_roles.legacy import find as find_legacy
 from verl_roles.legacy import renamed_between
 from verl_roles.messages.library_messages import innermost_problem, known_problem
+from verl_roles.omegaconf_adapter.override_text import element_text
 from verl_roles.upstream.passed_on import passed_on
 from verl_roles.upstream.verl_differences import ENGINES_NOT_OFFERED
 from verl_roles.validation.schema import declared_types, verl_names
@@ -139,8 +140,7 @@ def _problems(error: BaseException, command: CommandLine, key_paths: KeyPaths | 
         yield _unknown_key_problem(match.group(1), command, key_paths)
     elif match := texts.ALREADY_THERE.search(text):
         key = match.group(1)
-        override = command.override_for(key)
-        value = override.value_element_text() if override is not None else "VALUE"
+        value = value_typed_for(key, command)
         yield Problem(
             key=key,
             message="already exists, so `+` (which adds a new key) does not apply",
@@ -295,6 +295,24 @@ def override_grammar_problem(override: str | None, detail: str, command: Command
     )
 
 
+def value_typed_for(key: str, command: CommandLine) -> str:
+    """The value the command line gave ``key``, as override text: the override's own value, or, when the
+    override set a mapping holding ``key`` (``optim.override_optimizer_config={adam_beta1:0.8}``), the
+    value inside it (``0.8``), so a fix that writes ``+KEY=VALUE`` sets what was meant; ``VALUE`` when
+    the command line did not set it."""
+    override = command.override_for(key)
+    if override is None:
+        return "VALUE"
+    if override.key == key:
+        return override.value_element_text()
+    value = override.value()
+    for part in key[len(override.key) + 1:].split("."):
+        if not isinstance(value, dict) or part not in value:
+            return override.value_element_text()
+        value = value[part]
+    return element_text(value)
+
+
 def _ascii_lookalike(char: str) -> str:
     """The ASCII letter or digit ``char`` is drawn like (``о``, CYRILLIC SMALL LETTER O -> ``o``), "" for
     an invisible character, else ``char`` itself."""
@@ -340,7 +358,7 @@ def _lookalike_key_problem(override: str | None, command: CommandLine,
 
 def _unknown_key_problem(key: str, command: CommandLine, key_paths: KeyPaths | None) -> Problem:
     override = command.override_for(key)
-    value = override.value_element_text() if override is not None else "VALUE"
+    value = value_typed_for(key, command)
     origin = command.origin_of(key)
     leaf = key.rsplit(".", 1)[-1]
     if leaf == ENGINE_KEY and key != ENGINE_KEY:
