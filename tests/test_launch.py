@@ -322,8 +322,13 @@ def test_a_verl_release_that_is_not_supported_gets_the_hint_of_the_run_dirs_rele
 
 
 def test_a_verl_python_that_cannot_run_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    code, _, err = launch(["--verl-python", str(tmp_path / "no-python")], capsys)
-    assert code == 2 and "could not be run" in err and str(tmp_path / "no-python") in err
+    # Nothing at the path, or no Python there: the fix never installs into it, it names one to make.
+    (tmp_path / "not-python").write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
+    (tmp_path / "not-python").chmod(0o755)
+    for path, what in ((tmp_path / "no-python", "does not exist"), (tmp_path / "not-python", "is no Python")):
+        code, _, err = launch(["--verl-python", str(path)], capsys)
+        assert code == 2 and f"--verl-python: {path} {what}" in err, err
+        assert f"{path} -m pip" not in err and "python -m venv verl-env" in err
 
 
 def test_a_verl_that_cannot_run_its_checks_is_refused_before_the_run_is_in_place(

@@ -162,18 +162,22 @@ def install_hint(release: str = DEFAULT_RELEASE, python: str | None = None) -> s
     environment when None): the pip command installs what our extra for the release lists (read from
     this copy of verl_roles, :func:`verl_roles.base.installation.extra_requirements`), into that interpreter.
     verl_roles itself is not on a package index, so the command never names it."""
-    import shlex
-
-
-    pip = f"{shlex.quote(python)} -m pip" if python else "pip"
     into = f" into {python}" if python else ""
-    requirements = extra_requirements(extra(release)) or [f"verl=={release}"]
-    command = f"{pip} install {' '.join(shlex.quote(item) for item in requirements)}"
+    command = install_command(release, python)
     return (
         f"install verl {release}{into} with `{command}` (verl=={release} and what its trainer imports, as "
         f"verl_roles' extra {extra(release)} lists them; about 5 minutes and 6.4 GB; CPU-only is enough to "
         f"check a config), or point `--verl-python` at the Python of an environment that has verl {release}"
     )
+
+
+def install_command(release: str = DEFAULT_RELEASE, python: str | None = None) -> str:
+    """The pip command that installs ``release`` of verl (what our extra for it lists) into ``python``."""
+    import shlex
+
+    pip = f"{shlex.quote(python)} -m pip" if python else "pip"
+    requirements = extra_requirements(extra(release)) or [f"verl=={release}"]
+    return f"{pip} install {' '.join(shlex.quote(item) for item in requirements)}"
 
 
 def previous(release: str) -> str | None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -155,7 +156,20 @@ def probe_verl(python: str) -> VerlProbe | None:
 
 
 def not_installed(python: str, probe: VerlProbe | None, wanted: str) -> ConfigError:
-    where = f"the Python at {python}" if probe is not None else f"{python} (it could not be run)"
+    if probe is None:
+        # No Python answered: installing into it cannot work. Say what is at that path instead.
+        found = shutil.which(python) if os.sep not in python else (python if os.path.exists(python) else None)
+        what = ("does not exist" if found is None else
+                "is no Python that runs (it could not answer whether it has verl)")
+        return ConfigError([Problem(
+            key=VERL_PYTHON.name, message=f"{python} {what}, so verl's trainer cannot run there; nothing was "
+            "written and nothing was started",
+            fix=f"point --verl-python at the Python of an environment that has verl {wanted} (e.g. "
+            "/path/to/venv/bin/python), or make one and use it: `python -m venv verl-env && "
+            f"{releases.install_command(wanted, 'verl-env/bin/python')}`, then --verl-python "
+            "verl-env/bin/python",
+        )])
+    where = f"the Python at {python}"
     return ConfigError([Problem(
         key="verl",
         message=f"is not installed for {where}, and `verl-roles launch` trains with verl's trainer; nothing "
