@@ -155,8 +155,10 @@ def test_stock_lists_exactly_what_the_launch_changes(capsys: pytest.CaptureFixtu
     ]
     # Then the keys verl_roles sets apart from verl on purpose, each with its value here (the rollout
     # backend verl leaves mandatory is one), and a count of our own layer's keys.
-    assert lines[4].startswith("set apart from stock verl on purpose (") and "verl_differences.py" in lines[4]
-    assert "  actor_rollout_ref.rollout.name: vllm" in lines
+    assert lines[4] == ("verl_roles' defaults that differ from stock verl 0.9.1 on purpose (14 keys), each "
+                        "with its reason:")
+    named = lines.index("  actor_rollout_ref.rollout.name: vllm")
+    assert lines[named + 1].startswith("      verl leaves it mandatory (???); we default to vllm")
     assert lines[-1].startswith("not listed: ") and "own layer" in lines[-1]
     assert all(len(line) <= 120 for line in lines)
 
@@ -174,7 +176,8 @@ def test_stock_follows_the_release_and_exits_zero_when_nothing_changes(capsys: p
     assert cli(["diff", "--stock"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:3] == ["stock: verl 0.9.1's defaults under model_engine=dp", "launch: (defaults)",
-                         "same: no key differs from stock verl 0.9.1"]
+                         "same: this launch changes no key from stock verl 0.9.1 beyond verl_roles' own "
+                         "defaults listed below"]
     assert cli(["diff", "--stock", "verl_version=0.8.0", "trainer.total_epochs=3"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "stock: verl 0.8.0's defaults under model_engine=dp"

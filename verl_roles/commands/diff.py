@@ -28,6 +28,7 @@ renamed key); a line ``only: ...`` says so, and "same" (exit 0) then means the s
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -45,9 +46,9 @@ from verl_roles.inputs.flags import CONFIG_FLAGS, REQUIRED, FlagSpec
 from verl_roles.inputs.paths import leaves
 from verl_roles.legacy import LEGACY_KEYS, find, renamed_between
 from verl_roles.omegaconf_adapter.yaml_dialect import dump_flow
-from verl_roles.shell.command import Command, Invocation, Words
+from verl_roles.shell.command import WIDTH, Command, Invocation, Words
 from verl_roles.shell.reporting import report, say
-from verl_roles.upstream.verl_differences import deliberate
+from verl_roles.upstream.verl_differences import deliberate, reason_for
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
@@ -218,15 +219,22 @@ def render_stock(launch: Side, engine: str, release: str, changes: Sequence[Chan
             line += f"  (verl {release} has no such key)"
         lines.append(line)
     against = f" from stock verl {release}"
-    lines.append(tally(changes, against) if changes else f"same: no key differs{against}")
     values = {".".join(path): value for path, value in leaves(resolved)}
     changed = {change.key for change in changes}
     apart = sorted(key for key in values if deliberate(key, engine) and key not in changed)
     ours = sum(not releases.has_key(release, key) for key in values)
+    if changes:
+        lines.append(tally(changes, against))
+    else:
+        beyond = " beyond verl_roles' own defaults listed below" if apart else ""
+        lines.append(f"same: this launch changes no key{against}{beyond}")
     if apart:
-        lines.append(f"set apart from stock verl on purpose ({counted(len(apart), 'key')}; each reason in "
-                     "verl_roles/upstream/verl_differences.py):")
-        lines.extend(f"  {key}: {dump_flow(values[key])}" for key in apart)
+        lines.append(f"verl_roles' defaults that differ from stock verl {release} on purpose "
+                     f"({counted(len(apart), 'key')}), each with its reason:")
+        for key in apart:
+            lines.append(f"  {key}: {dump_flow(values[key])}")
+            lines += textwrap.wrap(str(reason_for(key, engine)), WIDTH, initial_indent="      ",
+                                   subsequent_indent="      ", break_on_hyphens=False, break_long_words=False)
     lines.append(f"not listed: {counted(ours, 'key')} of verl_roles' own layer (the engine baseline, ...) "
                  "this launch leaves as they are")
     return "\n".join(lines)

@@ -306,6 +306,17 @@ ROWS: tuple[Row, ...] = (
         "verl reweights samples with PF-PPO only inside the GAE estimator",
         "remove them, or use algorithm.adv_estimator=gae",
         (Anchor(LEGACY, 'if config.get("use_pf_ppo", False):'),)),
+    # --- the engine blocks -----------------------------------------------------------------------------
+    Row("megatron_engine_padding",
+        ("megatron.use_remove_padding", f"{ACTOR}.megatron.use_remove_padding",
+         f"{REF}.megatron.use_remove_padding", "critic.megatron.use_remove_padding"),
+        (Fact("megatron"),),
+        "verl's engine worker sets the engine's use_remove_padding from the model section's before the "
+        "engine reads it, for every role",
+        "set actor_rollout_ref.model.use_remove_padding (and critic.model.use_remove_padding) instead",
+        (Anchor(WORKERS, "self.engine_config.use_remove_padding = self.model_config.get("),
+         Anchor(WORKERS, 'ref_training_config.engine_config.use_remove_padding = model_config.get('),
+         Anchor(WORKERS, 'actor_training_config.engine_config.use_remove_padding = model_config.get('))),
     # --- optimizers ----------------------------------------------------------------------------------
     Row("megatron_betas", ("{s}.betas",), (Fact("megatron"),),
         "verl's Megatron optimizer setup never hands betas to Megatron-Core (Adam runs with its 0.9/0.999)",

@@ -95,8 +95,11 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     *_per_model(
         "use_remove_padding", ("megatron",),
-        "kept from the legacy megatron trainer on purpose (false); Megatron packs through "
-        "megatron.use_remove_padding, which follows verl",
+        "kept from the legacy megatron trainer on purpose (false), so verl's Megatron engine runs padded "
+        "(BSHD): verl's engine worker copies the model section's value over the engine's "
+        "megatron.use_remove_padding, which it never reads (verl/workers/engine_workers.py); set "
+        "actor_rollout_ref.model.use_remove_padding=true and critic.model.use_remove_padding=true to pack "
+        "sequences (THD) as verl's own Megatron config does",
     ),
     *(
         Difference(
@@ -142,4 +145,9 @@ def for_engine(engine: str) -> tuple[Difference, ...]:
 
 def deliberate(path: str, engine: str) -> bool:
     """Whether the leaf ``path`` of verl's config differs from ours on purpose under ``engine``."""
-    return any(entry.matches(path, engine) for entry in DIFFERENCES)
+    return reason_for(path, engine) is not None
+
+
+def reason_for(path: str, engine: str) -> str | None:
+    """Why the leaf ``path`` differs from verl's config under ``engine``, None when it does not on purpose."""
+    return next((entry.reason for entry in DIFFERENCES if entry.matches(path, engine)), None)
