@@ -75,3 +75,24 @@ def test_unknown_key_is_one_clear_error(tmp_path: Path, capsys):
     assert code == 2
     assert "model_enginez" in err and "model_engine" in err
     assert not (tmp_path / "out" / "resolved.yaml").exists()
+
+
+def test_the_run_folder_keeps_what_the_run_said(in_tmp: Path):
+    """main.log holds the run's summary and each warning and notice it printed (the terminal is gone once a
+    cluster job ends); a sweep's each job, its own."""
+    from conftest import run_in_process
+
+    said = ["model_engine=megatron", "actor_rollout_ref.actor.optim.betas=[0.9,0.95]",
+            "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"]
+    result = run_in_process([*said, "hydra.run.dir=run"], in_tmp)
+    assert result.returncode == 0, result.stderr
+    log = (in_tmp / "run" / "main.log").read_text(encoding="utf-8")
+    warned = [line.removeprefix("verl_roles warning: ") for line in result.stderr.splitlines()
+              if line.startswith("verl_roles warning: ")]
+    assert len(warned) == 2 and all(f"[verl_roles][WARNING] - {text}" in log for text in warned), log
+    assert "[verl_roles][INFO] - verl_roles: model_engine=megatron" in log
+    result = run_in_process(["-m", *said, "critic.optim.lr=1e-5,2e-5", "hydra.sweep.dir=sweep"], in_tmp)
+    assert result.returncode == 0, result.stderr
+    for job in ("0", "1"):
+        log = (in_tmp / "sweep" / job / "main.log").read_text(encoding="utf-8")
+        assert "would do nothing" in log and "follows the actor's parallel layout" in log, log

@@ -61,6 +61,8 @@ class PlannedJob:
     outputs: dict[str, object] = field(default_factory=dict)
     # Keys the user set that verl would not read in this job -> the setting that makes them inert.
     inert: dict[str, str] = field(default_factory=dict)
+    # What planning this job said (its warnings and notices, each once), for its own job log.
+    notes: tuple[str, ...] = ()
 
     @property
     def number(self) -> int:
@@ -181,14 +183,14 @@ def plan_sweep(command: CommandLine, *, keep_files: bool = True) -> SweepPlan:
         plan.master = hydra_only(master)
         if keep_files:
             plan.master_text = dump(OmegaConf.to_container(master, resolve=False, enum_to_str=True))
-        composed = _compose_points(plan, master, points)
+        composed = _compose_points(plan, master, points, caught)
         names = sweep_isolation.assign_names([
             sweep_isolation.JobOutputs(job.point.number, job.point.swept,
                                        {sweep_isolation.EXPERIMENT_NAME: job.name})
             for job in composed
         ])
         for job in composed:
-            _plan_job(plan, job, names.get(job.point.number), keep_files)
+            _plan_job(plan, job, names.get(job.point.number), keep_files, caught)
     plan.warnings.update(str(w.message) for w in caught if issubclass(w.category, ConfigWarning))
     plan.failures.sort(key=lambda f: f.point.number)
     if not plan.failures:
@@ -319,9 +321,18 @@ class _ComposedPoint:
     point: SweepPoint
     frozen: bytes | DictConfig = field(repr=False)
     name: object
+    # What composing it said.
+    notes: tuple[str, ...] = ()
 
 
-def _compose_points(plan: SweepPlan, master: DictConfig, points: list[SweepPoint]) -> list[_ComposedPoint]:
+def _said(caught: list[warnings.WarningMessage], since: int) -> tuple[str, ...]:
+    """Our warnings among those ``caught`` after the first ``since``, each once, in order."""
+    ours = (str(w.message) for w in caught[since:] if issubclass(w.category, ConfigWarning))
+    return tuple(dict.fromkeys(ours))
+
+
+def _compose_points(plan: SweepPlan, master: DictConfig, points: list[SweepPoint],
+                    caught: list[warnings.WarningMessage]) -> list[_ComposedPoint]:
     """Every point composed as its job, and the experiment name it would have; failures recorded. Each
     composition is kept frozen (pickled: compact, and a private copy when it is thawed) for
     :func:`_plan_job`, which needs every job's name before it decides its own."""
@@ -329,6 +340,7 @@ def _compose_points(plan: SweepPlan, master: DictConfig, points: list[SweepPoint
     for point in points:
         command = _job_command(plan, point)
         config_dir = command.config_dir_path()
+        since = len(caught)
         try:
             root = checked(lambda p=point, d=config_dir: compose_sweep_job(master, p.overrides, d, JOB_NAME),
                            command)
@@ -338,7 +350,7 @@ def _compose_points(plan: SweepPlan, master: DictConfig, points: list[SweepPoint
         except ConfigError as error:
             plan.failures.append(PointFailure(point, error))
             continue
-        composed.append(_ComposedPoint(point, frozen, name))
+        composed.append(_ComposedPoint(point, frozen, name, _said(caught, since)))
     return composed
 
 
@@ -346,8 +358,10 @@ def _job_command(plan: SweepPlan, point: SweepPoint) -> CommandLine:
     return CommandLine.of(list(point.overrides), plan.command.config_name, plan.command.config_dir)
 
 
-def _plan_job(plan: SweepPlan, job: _ComposedPoint, name: str | None, keep: bool) -> None:
+def _plan_job(plan: SweepPlan, job: _ComposedPoint, name: str | None, keep: bool,
+              caught: list[warnings.WarningMessage]) -> None:
     point = job.point
+    since = len(caught)
     assigned = ((sweep_isolation.EXPERIMENT_NAME, name),) if name is not None else ()
     source = JobSource(plan.command.config_name, plan.command.config_dir_path(),
                        (*plan.hydra_overrides, *point.overrides), assigned)
@@ -361,8 +375,9 @@ def _plan_job(plan: SweepPlan, job: _ComposedPoint, name: str | None, keep: bool
     except ConfigError as error:
         plan.failures.append(PointFailure(point, error))
         return
+    notes = tuple(dict.fromkeys((*job.notes, *_said(caught, since))))
     plan.jobs.append(PlannedJob(point, subdir, assigned, hydra, rendered.pack() if keep else None,
-                                rendered.outputs, dict(map(tuple, rendered.inert))))
+                                rendered.outputs, dict(map(tuple, rendered.inert)), notes))
 
 
 def _job_subdir(root: DictConfig, number: int) -> str:

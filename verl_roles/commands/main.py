@@ -21,8 +21,9 @@ same gated loader, and write nothing.
 from __future__ import annotations
 
 import gc
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -65,7 +66,7 @@ from verl_roles.runs.write_protocol import (
     write_all_or_nothing,
 )
 from verl_roles.shell.command import version_text
-from verl_roles.shell.reporting import run_reporting_errors, say
+from verl_roles.shell.reporting import recorded_warnings, run_reporting_errors, say
 from verl_roles.validation import placeholders
 
 # The main job's own flags, besides Hydra's.
@@ -93,6 +94,8 @@ class MainJob:
     # them).
     run_dirs: list[Path] = field(default_factory=list)
     written: str = ""
+    # What the planned run said (its warnings and notices), for its own job log (main.log).
+    notes: tuple[str, ...] = ()
     # The process that planned the sweep: a worker it started ends when it ends (end_with_launcher).
     launcher: tuple[str, int, str | None] = field(default_factory=sweep.this_process)
 
@@ -115,6 +118,7 @@ class MainJob:
                     out_dir, run.target, run.rendered, run.output_subdir, hydra_cfg, None)
             except ConfigError as error:
                 raise named_finally(error, out_dir, self.run.target) from None
+            keep_in_job_log(out_dir, run.rendered.summary, self.notes)
             return sweep.ok()
         if job is None or self.sweep_plan is None:
             raise ConfigError([Problem(key="main job", message="was run without a plan")])
@@ -126,6 +130,7 @@ class MainJob:
             rendered = plan.rendered(planned)
             marker = sweep.job_marker(sweep.ok())
             say(write_job(out_dir, final, rendered, plan.output_subdir, hydra_cfg, marker))
+            keep_in_job_log(out_dir, rendered.summary, planned.notes)
         except ConfigError as staged_error:
             error = named_finally(staged_error, out_dir, final)
             outcome = sweep.failed(error.headline())
@@ -136,6 +141,19 @@ class MainJob:
             say(f"verl_roles error: job #{job}: {error.render()}", file=sys.stderr)
             return outcome
         return sweep.ok()
+
+
+def keep_in_job_log(out_dir: Path, summary: str, notes: Sequence[str]) -> None:
+    """What a job said, kept in its own folder: its summary and every warning and notice, as records of
+    Hydra's job log (``main.log``, when Hydra's job logging writes one), never again on the terminal."""
+    files = [handler for handler in logging.getLogger().handlers
+             if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == out_dir]
+    log = logging.getLogger("verl_roles")
+    records = [log.makeRecord(log.name, logging.INFO, __file__, 0, summary, None, None)]
+    records += [log.makeRecord(log.name, logging.WARNING, __file__, 0, note, None, None) for note in notes]
+    for handler in files:
+        for record in records:
+            handler.handle(record)
 
 
 def named_finally(error: ConfigError, staged: Path, final: Path) -> ConfigError:
@@ -292,18 +310,15 @@ def _invoke(args: list[str], job: MainJob, single_run_only: bool, before_commit:
         _refuse_sweep(single_run_only)
         _run_sweep(command, job, overwrite, report_check)
         return
-    root = compose_run(command)
+    with recorded_warnings() as said:
+        root = compose_run(command)
+        if not is_sweep(command, root):
+            plan = _plan_single(command, root, report_check)
     if is_sweep(command, root):
         _refuse_sweep(single_run_only)
         _run_sweep(command, job, overwrite, report_check)
         return
-    if report_check:
-        raise ConfigError([Problem(
-            key=CHECK_SWEEP.name,
-            message="checks the points of a sweep, but this is a single run (no -m)",
-            fix="add -m to run a sweep, or drop --check-sweep (a single run is checked before it writes)",
-        )])
-    plan = plan_run(command, root)
+    job.notes = tuple(said)
     if single_run_only and plan.rendered.unset:
         raise ConfigError(placeholders.launch_problems(plan.rendered.unset))
     with signals_raise(), claim_folder(plan.target, RUN, overwrite=overwrite) as claim:
@@ -315,6 +330,16 @@ def _invoke(args: list[str], job: MainJob, single_run_only: bool, before_commit:
     if job.written:
         say(job.written)
     job.run_dirs.append(plan.target)
+
+
+def _plan_single(command: CommandLine, root: DictConfig, report_check: bool) -> RunPlan:
+    if report_check:
+        raise ConfigError([Problem(
+            key=CHECK_SWEEP.name,
+            message="checks the points of a sweep, but this is a single run (no -m)",
+            fix="add -m to run a sweep, or drop --check-sweep (a single run is checked before it writes)",
+        )])
+    return plan_run(command, root)
 
 
 def _refuse_sweep(single_run_only: bool) -> None:

@@ -21,7 +21,7 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import yaml
 from hydra.errors import HydraException
@@ -68,6 +68,25 @@ def _warning_shower() -> Callable[..., None]:
             print(f"verl_roles warning: {message}", file=sys.stderr)
 
     return show
+
+
+@contextlib.contextmanager
+def recorded_warnings() -> Iterator[list[str]]:
+    """Within: each warning of ours shown (as the boundary shows it) is also kept, once, in the list
+    yielded: what a run said, for its own folder."""
+    said: list[str] = []
+    show = warnings.showwarning
+
+    def note(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+        if issubclass(category, ConfigWarning) and str(message) not in said:
+            said.append(str(message))
+        show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = note
+    try:
+        yield said
+    finally:
+        warnings.showwarning = show
 
 
 def report(error: BaseException) -> str:
