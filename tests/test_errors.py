@@ -314,13 +314,17 @@ def test_an_engine_key_outside_an_engine_sweep_says_to_split_the_sweep(tmp_path,
 
 
 def test_summary_leaves_out_a_critic_that_is_not_trained(tmp_path, capsys):
-    code, out, err = main_in_process(["algorithm.adv_estimator=grpo"], tmp_path, capsys)
+    # GRPO with the KL term in the actor's loss: no critic, a reference policy.
+    grpo = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=true"]
+    code, out, err = main_in_process(grpo, tmp_path, capsys)
     assert code == 0, err
     rows = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
     # The last line names the paths still at their placeholders (no model or data set here).
     assert rows == [*(role.name for role in ROLES if role.name != "critic"), "trainer", "to"]
+    # The defaults (GAE, no KL term): a critic, and no reference policy (verl builds none, so no row).
     code, out, err = main_in_process([], tmp_path / "gae", capsys)
-    assert [line.split()[0] for line in out.splitlines() if line.startswith("  ")][:2] == ["actor", "critic"]
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
+    assert rows[:3] == ["actor", "critic", "rollout"] and "ref" not in rows
 
 
 def _assert_one_paragraph_error(code: int, output: str, tmp_path: Path, phrases: list[str]) -> str:

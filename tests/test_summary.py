@@ -34,6 +34,8 @@ def test_each_role_line_shows_its_engine_blocks_summary_fields(engine: str):
     first = row.summary[0][1]
     cfg = verl_roles.compose([
         *engine_choice(engine),
+        # A KL term in the actor's loss: verl builds the reference policy, and its line is shown.
+        f"{layout.ACTOR}.use_kl_loss=true",
         f"{layout.CRITIC}.{row.block('critic')}.param_offload=true",
         f"{row.baseline}.{first}=2",
     ])

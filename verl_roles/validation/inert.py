@@ -191,7 +191,9 @@ def summary_line(found: Iterable[InertValue]) -> str | None:
         by_setting.setdefault(value.setting, []).append(value.key)
     if not by_setting:
         return None
-    return "; ".join(f"{', '.join(keys)} (under {setting})" for setting, keys in by_setting.items())
+    # A value verl never reads, whatever the settings, has no setting to name.
+    return "; ".join(f"{', '.join(keys)}" + (f" (under {setting})" if setting else "")
+                     for setting, keys in by_setting.items())
 
 
 def _scope_of(row: Row, key: str) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 from verl_roles.base.layout import ENGINE_KEY, LORA_BLOCK, Engine, Role, engine
-from verl_roles.validation.rules.values import shown_roles
+from verl_roles.validation.rules.values import built_roles
 
 # The width of the name column of the summary's lines.
 NAME_WIDTH = 8
@@ -54,13 +54,13 @@ def _role_line(cfg: DictConfig, role: Role, chosen: Engine) -> str:
 
 
 def summarize(cfg: DictConfig, inert: str | None = None, unset: str | None = None) -> str:
-    """One line per role the summary shows (from the layout table; no line for a trained role the config
-    does not train, e.g. the critic when the algorithm trains none), then the trainer's; then the values
-    the user set that verl would not read (``inert``) and the paths still at their placeholders
-    (``unset``), when there are any."""
+    """One line per role verl builds a worker for (from the layout table; no line for the critic when
+    the algorithm trains none, nor for the reference policy without a KL term), then the trainer's;
+    then the values the user set that verl would not read (``inert``) and the paths still at their
+    placeholders (``unset``), when there are any."""
     chosen = engine(cfg[ENGINE_KEY])
     lines = [f"verl_roles: {ENGINE_KEY}={chosen.name}, adv_estimator={cfg.algorithm.adv_estimator}"]
-    lines += [_role_line(cfg, role, chosen) for role in shown_roles(cfg)]
+    lines += [_role_line(cfg, role, chosen) for role in built_roles(cfg)]
     lines.append(
         f"  {'trainer'.ljust(NAME_WIDTH - 1)} nnodes={_fmt(cfg.trainer.nnodes)} "
         f"n_gpus_per_node={_fmt(cfg.trainer.n_gpus_per_node)} "

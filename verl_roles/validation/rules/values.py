@@ -112,9 +112,15 @@ def trained_role_rows(cfg: DictConfig) -> list[Role]:
 
 
 def shown_roles(cfg: DictConfig) -> list[Role]:
-    """The roles a summary of ``cfg`` shows: every role but a trained one this config does not train
-    (its settings do nothing)."""
+    """The roles the roles table of ``cfg`` compares: every role but a trained one this config does not
+    train (its settings do nothing)."""
     return [role for role in ROLES if not role.trained or role_runs(cfg, role.name)]
+
+
+def built_roles(cfg: DictConfig) -> list[Role]:
+    """The roles verl builds a worker for with ``cfg`` (not the critic when the algorithm trains none, nor
+    the reference policy without a KL term): the summary's lines."""
+    return [role for role in ROLES if role_runs(cfg, role.name)]
 
 
 def trained_roles(cfg: DictConfig) -> list[str]:
